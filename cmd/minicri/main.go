@@ -1,0 +1,60 @@
+// Command minicri is a Kubernetes CRI v1 runtime. The same binary is the
+// daemon, `minicri config`, and the per-pod monitor (`minicri monitor`,
+// started by the daemon).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/minicri/minicri/config"
+	"github.com/minicri/minicri/daemon"
+	"github.com/minicri/minicri/monitor"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "monitor" {
+		os.Exit(monitor.Main(os.Args[2:]))
+	}
+	fs := flag.NewFlagSet("minicri", flag.ExitOnError)
+	cfgPath := fs.String("config", config.DefaultPath, "config file (TOML)")
+	listen := fs.String("listen", "", "CRI socket, unix:///path (overrides the config file)")
+	root := fs.String("root", "", "persistent state directory (overrides the config file)")
+	state := fs.String("state", "", "volatile state directory (overrides the config file)")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides the config file)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: minicri [flags] [config]\n\n  config\tprint the effective configuration as TOML\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	fs.Parse(os.Args[1:])
+
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
+	cfg, err := config.Load(*cfgPath, !explicit)
+	if err != nil {
+		fatal(err)
+	}
+	for dst, v := range map[*string]string{&cfg.Listen: *listen, &cfg.Root: *root, &cfg.State: *state, &cfg.LogLevel: *logLevel} {
+		if v != "" {
+			*dst = v
+		}
+	}
+	switch fs.Arg(0) {
+	case "":
+		err = daemon.Run(cfg)
+	case "config":
+		err = cfg.Write(os.Stdout)
+	default:
+		fs.Usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "minicri:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,124 @@
+// Package config holds minicri's configuration: built-in defaults, the TOML
+// file, and command-line overrides, applied in that order.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// DefaultPath is where the config file is read from when --config is not given.
+const DefaultPath = "/etc/minicri/config.toml"
+
+// Config is the effective configuration of one minicri instance.
+type Config struct {
+	Listen       string `toml:"listen"`
+	Root         string `toml:"root"`
+	State        string `toml:"state"`
+	LogLevel     string `toml:"log_level"`
+	PausePath    string `toml:"pause_path"`
+	CgroupParent string `toml:"cgroup_parent"`
+
+	Network  Network  `toml:"network"`
+	Registry Registry `toml:"registry"`
+}
+
+// Network configures pod networking.
+type Network struct {
+	ConfDir        string   `toml:"conf_dir"`
+	BinDirs        []string `toml:"bin_dirs"`
+	DefaultNetwork bool     `toml:"default_network"`
+	DefaultName    string   `toml:"default_name"`
+	DefaultBridge  string   `toml:"default_bridge"`
+	DefaultSubnet  string   `toml:"default_subnet"`
+}
+
+// Registry configures image pulls.
+type Registry struct {
+	ConfigPath        string `toml:"config_path"`
+	NoProgressTimeout string `toml:"no_progress_timeout"`
+}
+
+// Default returns the configuration that works on a fresh machine.
+func Default() Config {
+	return Config{
+		Listen:       "unix:///run/minicri/minicri.sock",
+		Root:         "/var/lib/minicri",
+		State:        "/run/minicri",
+		LogLevel:     "info",
+		CgroupParent: "/minicri",
+		Network: Network{
+			ConfDir:        "/etc/cni/net.d",
+			BinDirs:        []string{"/opt/cni/bin"},
+			DefaultNetwork: true,
+			DefaultName:    "minicri",
+			DefaultBridge:  "minicri0",
+			DefaultSubnet:  "10.85.0.0/16",
+		},
+		Registry: Registry{
+			ConfigPath:        "/etc/minicri/certs.d",
+			NoProgressTimeout: "5m",
+		},
+	}
+}
+
+// Load reads the file at path over the defaults. A missing file is not an
+// error when allowMissing is set (the default path may be absent).
+func Load(path string, allowMissing bool) (Config, error) {
+	cfg := Default()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && allowMissing {
+			return cfg, nil
+		}
+		return cfg, fmt.Errorf("read config %s: %w", path, err)
+	}
+	md, err := toml.Decode(string(data), &cfg)
+	if err != nil {
+		return cfg, fmt.Errorf("parse config %s: %w", path, err)
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		keys := make([]string, len(undecoded))
+		for i, k := range undecoded {
+			keys[i] = k.String()
+		}
+		return cfg, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	return cfg, nil
+}
+
+// Validate checks the values that later code relies on.
+func (c Config) Validate() error {
+	if _, err := c.SocketPath(); err != nil {
+		return err
+	}
+	for name, dir := range map[string]string{"root": c.Root, "state": c.State} {
+		if !filepath.IsAbs(dir) {
+			return fmt.Errorf("config: %s must be an absolute path, got %q", name, dir)
+		}
+	}
+	if c.CgroupParent != "" && !strings.HasPrefix(c.CgroupParent, "/") {
+		return fmt.Errorf("config: cgroup_parent must start with /, got %q", c.CgroupParent)
+	}
+	return nil
+}
+
+// SocketPath returns the filesystem path of the unix listen address.
+func (c Config) SocketPath() (string, error) {
+	p, ok := strings.CutPrefix(c.Listen, "unix://")
+	if !ok || !filepath.IsAbs(p) {
+		return "", fmt.Errorf("config: listen must be unix:///absolute/path, got %q", c.Listen)
+	}
+	return p, nil
+}
+
+// Write prints the configuration as TOML.
+func (c Config) Write(w io.Writer) error {
+	return toml.NewEncoder(w).Encode(c)
+}

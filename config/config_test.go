@@ -1,0 +1,71 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoadMissingFileGivesDefaults(t *testing.T) {
+	cfg, err := Load(filepath.Join(t.TempDir(), "absent.toml"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != Default().Listen || cfg.Network.ConfDir != "/etc/cni/net.d" {
+		t.Fatalf("unexpected defaults: %+v", cfg)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "absent.toml"), false); err == nil {
+		t.Fatal("an explicitly named missing file must be an error")
+	}
+}
+
+func TestLoadOverridesAndRejectsUnknownKeys(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.toml")
+	os.WriteFile(p, []byte("root = \"/x\"\n[network]\ndefault_bridge = \"br9\"\n"), 0o644)
+	cfg, err := Load(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Root != "/x" || cfg.Network.DefaultBridge != "br9" || cfg.State != "/run/minicri" {
+		t.Fatalf("override not applied: %+v", cfg)
+	}
+	os.WriteFile(p, []byte("rooot = \"/x\"\n"), 0o644)
+	if _, err := Load(p, false); err == nil || !strings.Contains(err.Error(), "rooot") {
+		t.Fatalf("want unknown-key error naming rooot, got %v", err)
+	}
+}
+
+func TestWriteRoundTrips(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Default().Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "c.toml")
+	os.WriteFile(p, buf.Bytes(), 0o644)
+	cfg, err := Load(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Network.DefaultSubnet != Default().Network.DefaultSubnet || len(cfg.Network.BinDirs) != 1 {
+		t.Fatalf("round trip lost values: %+v", cfg)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.Listen = "tcp://0.0.0.0:1"
+	if err := c.Validate(); err == nil {
+		t.Fatal("tcp listen must be rejected")
+	}
+	c = Default()
+	c.Root = "rel"
+	if err := c.Validate(); err == nil {
+		t.Fatal("relative root must be rejected")
+	}
+}

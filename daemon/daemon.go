@@ -1,0 +1,122 @@
+// Package daemon wires minicri together: configuration, the domain managers,
+// the CRI server and its unix socket, and a graceful shutdown.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"google.golang.org/grpc"
+
+	"github.com/minicri/minicri/config"
+	"github.com/minicri/minicri/network"
+	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/server"
+)
+
+// Run serves CRI until SIGINT or SIGTERM.
+func Run(cfg config.Config) error {
+	log := newLogger(cfg.LogLevel)
+	slog.SetDefault(log)
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
+	}
+	pause := cfg.PausePath
+	if pause == "" {
+		pause = filepath.Join(filepath.Dir(exe), "minicri-pause")
+	}
+	if _, err := os.Stat(pause); err != nil {
+		return fmt.Errorf("pause program: %w", err)
+	}
+	for _, d := range []string{cfg.Root, cfg.State} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	net, err := network.NewManager(network.Config{
+		ConfDir:        cfg.Network.ConfDir,
+		BinDirs:        cfg.Network.BinDirs,
+		CacheDir:       filepath.Join(cfg.State, "cni", "cache"),
+		DataDir:        filepath.Join(cfg.Root, "cni", "ipam"),
+		DefaultNetwork: cfg.Network.DefaultNetwork,
+		DefaultName:    cfg.Network.DefaultName,
+		DefaultBridge:  cfg.Network.DefaultBridge,
+		DefaultSubnet:  cfg.Network.DefaultSubnet,
+	})
+	if err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	sandboxes, err := sandbox.New(ctx, sandbox.Options{
+		Root: cfg.Root, State: cfg.State, Exe: exe, PausePath: pause,
+		CgroupParent: cfg.CgroupParent, Network: net, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	srv := server.New(sandboxes, net, log)
+	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
+	srv.Register(g)
+
+	ln, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("minicri serving", "listen", cfg.Listen, "root", cfg.Root, "state", cfg.State, "pause", pause)
+	errc := make(chan error, 1)
+	go func() { errc <- g.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		log.Info("shutting down")
+		g.GracefulStop()
+	}
+	noPods := len(sandboxes.List(sandbox.Filter{})) == 0
+	return errors.Join(err, net.Close(noPods))
+}
+
+// listen opens the unix socket, root-owned with mode 0660.
+func listen(cfg config.Config) (net.Listener, error) {
+	path, err := cfg.SocketPath()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
+		return nil, fmt.Errorf("create socket dir: %w", err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
+	old := syscall.Umask(0o117)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chown(path, 0, 0); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chown socket: %w", err)
+	}
+	return ln, nil
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,78 @@
+// Package atomicfile writes files so that readers see either the old or the
+// new content, never a partial one, also across a crash.
+package atomicfile
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Write replaces path with data: a temp file in the same directory is
+// written, synced and renamed over path, then the directory is synced.
+func Write(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("atomic write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("atomic write %s: %w", path, err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("atomic write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("atomic write %s: sync: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("atomic write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("atomic write %s: %w", path, err)
+	}
+	ok = true
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// WriteJSON marshals v and writes it atomically with mode 0600.
+func WriteJSON(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("marshal %s: %w", path, err)
+	}
+	return Write(path, data, 0o600)
+}
+
+// ReadJSON reads and unmarshals path into v.
+func ReadJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("parse %s: %w", path, err)
+	}
+	return nil
+}
+
+// RemoveTemps deletes temp files a crash may have left in dir.
+func RemoveTemps(dir string) {
+	matches, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}

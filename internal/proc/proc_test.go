@@ -1,0 +1,72 @@
+package proc
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+func TestHandleLifecycle(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := RefOf(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Open(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if !h.Alive() {
+		t.Fatal("running process reported dead")
+	}
+	go cmd.Wait()
+	if err := h.Kill(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if h.Alive() {
+		t.Fatal("killed process reported alive")
+	}
+}
+
+func TestOpenRejectsReusedPID(t *testing.T) {
+	ref, err := RefOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.StartTime++
+	if _, err := Open(ref); !errors.Is(err, ErrGone) {
+		t.Fatalf("a wrong start time must read as gone, got %v", err)
+	}
+	if err := KillRef(ref, time.Second); err != nil {
+		t.Fatalf("KillRef of a gone process: %v", err)
+	}
+}
+
+func TestSetOOMScoreAdjClamps(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	own, err := ownOOMScoreAdj()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := SetOOMScoreAdj(cmd.Process.Pid, -1000)
+	if err != nil {
+		t.Fatalf("a too-low value must be clamped, not fail: %v", err)
+	}
+	if got < own {
+		t.Fatalf("wrote %d below own %d", got, own)
+	}
+	got, err = SetOOMScoreAdj(cmd.Process.Pid, 500)
+	if err != nil || got != 500 {
+		t.Fatalf("got %d, %v", got, err)
+	}
+}

@@ -1,0 +1,99 @@
+package monitor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/proc"
+)
+
+// readyFD is the descriptor on which a starting monitor reports readiness.
+const readyFD = 3
+
+// ready is the single line a monitor writes on readyFD.
+type ready struct {
+	Error string `json:"error,omitempty"`
+	State State  `json:"state"`
+}
+
+// Launch starts a detached monitor for spec and waits until its pause runs.
+// exe is minicri's own binary. The monitor is started through a short-lived
+// intermediate process, so it is re-parented away from the daemon and lives
+// in a session of its own.
+func Launch(ctx context.Context, exe string, spec Spec) (State, error) {
+	if err := atomicfile.WriteJSON(specPath(spec.Dir), spec); err != nil {
+		return State{}, fmt.Errorf("write monitor spec: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return State{}, fmt.Errorf("monitor ready pipe: %w", err)
+	}
+	defer r.Close()
+	cmd := exec.Command(exe, "monitor", spec.Dir)
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return State{}, fmt.Errorf("start monitor: %w", err)
+	}
+	go cmd.Wait() // the intermediate exits at once; reap it
+
+	if dl, ok := ctx.Deadline(); ok {
+		r.SetReadDeadline(dl)
+	}
+	line, err := bufio.NewReader(r).ReadBytes('\n')
+	if err != nil {
+		return State{}, fmt.Errorf("wait for monitor of pod %s: %w (see %s)", spec.PodID, err, logPath(spec.Dir))
+	}
+	var msg ready
+	if err := json.Unmarshal(line, &msg); err != nil {
+		return State{}, fmt.Errorf("monitor readiness: %w", err)
+	}
+	if msg.Error != "" {
+		return msg.State, fmt.Errorf("monitor of pod %s: %s", spec.PodID, msg.Error)
+	}
+	return msg.State, nil
+}
+
+// Shutdown stops the pod's monitor and everything it started. It asks the
+// monitor first; when no monitor answers it kills the recorded processes
+// itself. It is idempotent.
+func Shutdown(ctx context.Context, dir string, grace time.Duration) error {
+	if _, err := Call(ctx, SocketPath(dir), Request{Op: OpStop}); err == nil {
+		return waitMonitorExit(dir, grace)
+	}
+	// No monitor answered (or it failed): kill what it recorded.
+	var st State
+	if rerr := atomicfile.ReadJSON(StatePath(dir), &st); rerr != nil {
+		if errors.Is(rerr, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("read monitor state: %w", rerr)
+	}
+	return errors.Join(proc.KillRef(st.Pause, grace), proc.KillRef(st.Monitor, grace))
+}
+
+func waitMonitorExit(dir string, grace time.Duration) error {
+	var st State
+	if err := atomicfile.ReadJSON(StatePath(dir), &st); err != nil {
+		return nil
+	}
+	h, err := proc.Open(st.Monitor)
+	if err != nil {
+		return nil
+	}
+	defer h.Close()
+	if h.WaitExit(grace) {
+		return nil
+	}
+	return h.Kill(grace)
+}

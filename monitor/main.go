@@ -1,0 +1,242 @@
+package monitor
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/proc"
+)
+
+// stageEnv marks the second (detached) stage of a monitor start.
+const stageEnv = "_MINICRI_MONITOR_STAGE"
+
+// Main is the entry point of `minicri monitor DIR`. The first invocation
+// re-executes itself as the real monitor in a new session and exits, so the
+// monitor is re-parented away from the daemon.
+func Main(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: minicri monitor DIR")
+		return 2
+	}
+	dir := args[0]
+	readyPipe := os.NewFile(readyFD, "ready")
+	if os.Getenv(stageEnv) == "" {
+		return detach(dir, readyPipe)
+	}
+	return serve(dir, readyPipe)
+}
+
+func detach(dir string, readyPipe *os.File) int {
+	logf, err := os.OpenFile(logPath(dir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		reportf(readyPipe, State{}, "open monitor log: %v", err)
+		return 1
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		reportf(readyPipe, State{}, "find own executable: %v", err)
+		return 1
+	}
+	cmd := exec.Command(exe, "monitor", dir)
+	cmd.Env = append(os.Environ(), stageEnv+"=2")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{readyPipe}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		reportf(readyPipe, State{}, "start detached monitor: %v", err)
+		return 1
+	}
+	return 0
+}
+
+func reportf(readyPipe *os.File, st State, format string, a ...any) {
+	json.NewEncoder(readyPipe).Encode(ready{Error: fmt.Sprintf(format, a...), State: st})
+}
+
+// monitor is the state of the running monitor process.
+type monitor struct {
+	spec Spec
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	pause    PauseInfo
+	exit     chan struct{} // closed when the pause has exited
+	stop     chan struct{} // closed when a stop request was served
+	stopOnce sync.Once
+}
+
+func serve(dir string, readyPipe *os.File) int {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	var spec Spec
+	if err := atomicfile.ReadJSON(specPath(dir), &spec); err != nil {
+		reportf(readyPipe, State{}, "read spec: %v", err)
+		return 1
+	}
+	log = log.With("pod", spec.PodID)
+	m := &monitor{spec: spec, log: log, exit: make(chan struct{}), stop: make(chan struct{})}
+	st, err := m.start()
+	if err != nil {
+		reportf(readyPipe, st, "%v", err)
+		log.Error("monitor start failed", "err", err)
+		return 1
+	}
+	ln, err := listen(SocketPath(dir))
+	if err != nil {
+		proc.KillRef(st.Pause, 5*time.Second)
+		reportf(readyPipe, st, "%v", err)
+		return 1
+	}
+	json.NewEncoder(readyPipe).Encode(ready{State: st})
+	readyPipe.Close()
+	log.Info("monitor ready", "pause_pid", st.Pause.PID, "monitor_pid", st.Monitor.PID)
+
+	go m.accept(ln)
+	<-m.stop
+	ln.Close()
+	os.Remove(SocketPath(dir))
+	log.Info("monitor exiting")
+	return 0
+}
+
+// start makes the monitor a subreaper, records itself and starts the pause.
+func (m *monitor) start() (State, error) {
+	var st State
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return st, fmt.Errorf("set child subreaper: %w", err)
+	}
+	self, err := proc.RefOf(os.Getpid())
+	if err != nil {
+		return st, err
+	}
+	st.Monitor = self
+	if err := atomicfile.WriteJSON(StatePath(m.spec.Dir), st); err != nil {
+		return st, err
+	}
+	cmd, err := startPause(m.spec.Pause, m.log)
+	if err != nil {
+		return st, err
+	}
+	ref, err := proc.RefOf(cmd.Process.Pid)
+	if err != nil {
+		return st, fmt.Errorf("pause exited at start: %w", err)
+	}
+	st.Pause = ref
+	m.pause.Ref = ref
+	go m.reapPause(cmd)
+	if err := atomicfile.WriteJSON(StatePath(m.spec.Dir), st); err != nil {
+		cmd.Process.Kill()
+		return st, err
+	}
+	if err := placePause(m.spec.Pause, ref.PID, m.log); err != nil {
+		cmd.Process.Kill()
+		return st, err
+	}
+	return st, nil
+}
+
+func (m *monitor) reapPause(cmd *exec.Cmd) {
+	err := cmd.Wait()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = exitCode(ee.ProcessState)
+	}
+	m.mu.Lock()
+	m.pause.Exited, m.pause.ExitCode, m.pause.ExitedAt = true, code, time.Now()
+	m.mu.Unlock()
+	close(m.exit)
+	m.log.Info("pause exited", "exit_code", code)
+}
+
+// exitCode reports 128+signal for a process killed by a signal.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func listen(sock string) (net.Listener, error) {
+	os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", sock, err)
+	}
+	return ln, nil
+}
+
+func (m *monitor) accept(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go m.handle(conn)
+	}
+}
+
+func (m *monitor) handle(conn net.Conn) {
+	defer conn.Close()
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	var req Request
+	var resp Response
+	if err := json.Unmarshal(line, &req); err != nil {
+		resp.Error = "bad request: " + err.Error()
+	} else {
+		resp = m.dispatch(req)
+	}
+	json.NewEncoder(conn).Encode(resp)
+	if req.Op == OpStop && resp.Error == "" {
+		m.finish()
+	}
+}
+
+func (m *monitor) dispatch(req Request) Response {
+	switch req.Op {
+	case OpStatus:
+		return Response{Pause: m.pauseInfo()}
+	case OpStop:
+		if err := m.killPause(10 * time.Second); err != nil {
+			return Response{Error: err.Error(), Pause: m.pauseInfo()}
+		}
+		return Response{Pause: m.pauseInfo()}
+	default:
+		return Response{Error: fmt.Sprintf("unknown op %q", req.Op)}
+	}
+}
+
+func (m *monitor) pauseInfo() PauseInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pause
+}
+
+func (m *monitor) killPause(timeout time.Duration) error {
+	if m.pauseInfo().Exited {
+		return nil
+	}
+	syscall.Kill(m.pause.Ref.PID, syscall.SIGKILL)
+	select {
+	case <-m.exit:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("pause %d did not exit within %s", m.pause.Ref.PID, timeout)
+	}
+}
+
+func (m *monitor) finish() { m.stopOnce.Do(func() { close(m.stop) }) }

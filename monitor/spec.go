@@ -1,0 +1,41 @@
+package monitor
+
+import (
+	"path/filepath"
+
+	"github.com/minicri/minicri/internal/proc"
+)
+
+// Spec is what the daemon asks a new monitor to do. It is written to
+// spec.json in the monitor's directory.
+type Spec struct {
+	PodID string `json:"pod_id"`
+	Dir   string `json:"dir"` // the pod's state directory: socket, status, log
+	Pause Pause  `json:"pause"`
+}
+
+// Pause describes the pod's pause process and the namespaces it holds.
+type Pause struct {
+	Path        string   `json:"path"`
+	Hostname    string   `json:"hostname,omitempty"` // set in a new UTS namespace
+	Sysctls     []string `json:"sysctls,omitempty"`  // key=value, applied inside the pod's namespaces
+	NetNSPath   string   `json:"netns,omitempty"`    // empty: the host's network
+	NewIPC      bool     `json:"new_ipc"`
+	NewUTS      bool     `json:"new_uts"`
+	NewPID      bool     `json:"new_pid"`
+	CgroupPath  string   `json:"cgroup_path,omitempty"`
+	OOMScoreAdj int      `json:"oom_score_adj"`
+}
+
+// State is what the monitor records in state.json as soon as it knows it,
+// so that cleanup after a crash can find its processes.
+type State struct {
+	Monitor proc.Ref `json:"monitor"`
+	Pause   proc.Ref `json:"pause,omitzero"`
+}
+
+// Paths of the monitor's files inside its directory.
+func SocketPath(dir string) string { return filepath.Join(dir, "monitor.sock") }
+func StatePath(dir string) string  { return filepath.Join(dir, "monitor.json") }
+func specPath(dir string) string   { return filepath.Join(dir, "spec.json") }
+func logPath(dir string) string    { return filepath.Join(dir, "monitor.log") }

@@ -1,0 +1,122 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/minicri/minicri/network"
+)
+
+// Network is the part of the network manager sandboxes use.
+type Network interface {
+	Setup(ctx context.Context, pod network.Pod) (network.Result, error)
+	Teardown(ctx context.Context, pod network.Pod) error
+}
+
+// Options configure a Manager.
+type Options struct {
+	Root         string // persistent: records and pod files
+	State        string // volatile: netns pins, shm, monitors
+	Exe          string // minicri's own binary, re-executed as the monitor
+	PausePath    string
+	CgroupParent string // for pods that name none
+	Network      Network
+	Log          *slog.Logger
+}
+
+// Manager owns every sandbox of one minicri instance.
+type Manager struct {
+	opts     Options
+	log      *slog.Logger
+	store    *store
+	inflight *inflight
+}
+
+// New creates the manager and recovers the sandboxes a previous run left:
+// ready and not-ready pods are listed again untouched, half-created or
+// half-removed ones are cleaned up.
+func New(ctx context.Context, opts Options) (*Manager, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	m := &Manager{opts: opts, log: opts.Log, store: newStore(), inflight: newInflight()}
+	for _, d := range []string{m.recordsDir(), m.stateDir(), m.netnsDir()} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	if err := m.recover(ctx); err != nil {
+		return nil, fmt.Errorf("recover sandboxes: %w", err)
+	}
+	return m, nil
+}
+
+func (m *Manager) recordsDir() string          { return filepath.Join(m.opts.Root, "sandboxes") }
+func (m *Manager) stateDir() string            { return filepath.Join(m.opts.State, "sandboxes") }
+func (m *Manager) netnsDir() string            { return filepath.Join(m.opts.State, "netns") }
+func (m *Manager) podRootDir(id string) string { return filepath.Join(m.recordsDir(), id) }
+func (m *Manager) podStateDir(id string) string {
+	return filepath.Join(m.stateDir(), id)
+}
+func (m *Manager) recordPath(id string) string {
+	return filepath.Join(m.podRootDir(id), "sandbox.json")
+}
+
+// Get returns a sandbox by ID or unique ID prefix.
+func (m *Manager) Get(id string) (Info, error) {
+	sb, err := m.store.get(id)
+	if err != nil {
+		return Info{}, err
+	}
+	return sb.Info(), nil
+}
+
+// Filter selects sandboxes in List; empty fields match everything.
+type Filter struct {
+	ID            string // full ID or prefix
+	State         *State
+	LabelSelector map[string]string
+}
+
+// List returns the sandboxes that match f, oldest first.
+func (m *Manager) List(f Filter) []Info {
+	var out []Info
+	for _, sb := range m.store.all() {
+		info := sb.Info()
+		if f.matches(info) {
+			out = append(out, info)
+		}
+	}
+	return out
+}
+
+func (f Filter) matches(info Info) bool {
+	if f.ID != "" && !hasPrefix(info.ID, f.ID) {
+		return false
+	}
+	if f.State != nil && info.Status.State != *f.State {
+		return false
+	}
+	for k, v := range f.LabelSelector {
+		if got, ok := info.Config.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+func newID() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// PodFile returns the path of one of the pod's files (HostnameFile...).
+func (m *Manager) PodFile(id, name string) string { return filepath.Join(m.podRootDir(id), name) }

@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/proc"
+	"github.com/minicri/minicri/monitor"
+	"github.com/minicri/minicri/network"
+)
+
+// recover loads the records a previous run left. Ready and not-ready pods
+// come back as they were, without touching their processes or namespaces;
+// records of crashed creations or removals are finished off; state that has
+// no record (a crash before the record was written) is released.
+func (m *Manager) recover(ctx context.Context) error {
+	entries, err := os.ReadDir(m.recordsDir())
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, e := range entries {
+		id := e.Name()
+		var rec Record
+		err := atomicfile.ReadJSON(m.recordPath(id), &rec)
+		if err != nil || rec.ID != id {
+			m.log.Warn("sandbox directory without a valid record; removing", "pod", id, "err", err)
+			m.releaseOrphan(ctx, id)
+			continue
+		}
+		known[id] = true
+		switch rec.Status.State {
+		case StateCreating, StateRemoving:
+			m.log.Info("cleaning up sandbox left by a crash", "pod", id, "state", rec.Status.State)
+			if err := m.releaseResources(ctx, rec); err != nil {
+				m.log.Error("cleanup of crashed sandbox failed; will retry at next start", "pod", id, "err", err)
+				continue
+			}
+			if err := m.removeDirs(id); err != nil {
+				m.log.Error("cleanup of crashed sandbox failed", "pod", id, "err", err)
+			}
+		default:
+			sb := newSandbox(rec, m.recordPath(id))
+			if rec.Status.State == StateReady {
+				if h, err := proc.Open(rec.Status.Pause); err == nil {
+					sb.setPause(h)
+				} else {
+					m.log.Warn("pause of ready sandbox is gone", "pod", id, "pid", rec.Status.Pause.PID)
+				}
+			}
+			m.store.add(sb)
+			m.log.Info("recovered sandbox", "pod", id, "state", sb.Info().Status.State)
+		}
+	}
+	m.releaseStrays(ctx, known)
+	return nil
+}
+
+// releaseStrays removes state dirs and netns pins whose pod has no record.
+func (m *Manager) releaseStrays(ctx context.Context, known map[string]bool) {
+	for _, dir := range []string{m.stateDir(), m.netnsDir()} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if id := e.Name(); !known[id] {
+				m.log.Warn("releasing state of unknown sandbox", "pod", id, "path", filepath.Join(dir, id))
+				m.releaseOrphan(ctx, id)
+			}
+		}
+	}
+}
+
+// releaseOrphan frees what an unrecorded pod may hold: its monitor and
+// pause, its network (through the CNI cache), netns pin, shm and dirs.
+func (m *Manager) releaseOrphan(ctx context.Context, id string) {
+	err := errors.Join(
+		monitor.Shutdown(ctx, m.podStateDir(id), stopGrace),
+		m.opts.Network.Teardown(ctx, network.Pod{ID: id, NetNSPath: m.netnsPath(id)}),
+		removeNetNS(m.netnsPath(id)),
+		unmountShm(m.shmPath(id)),
+		m.removeDirs(id),
+	)
+	if err != nil {
+		m.log.Error("releasing unknown sandbox failed", "pod", id, "err", err)
+	}
+}

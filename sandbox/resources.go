@@ -1,0 +1,69 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/opencontainers/cgroups"
+	cgmanager "github.com/opencontainers/cgroups/manager"
+	"golang.org/x/sys/unix"
+)
+
+// shmSize is the size of a pod's private /dev/shm, as in containerd.
+const shmSize = "65536k"
+
+// mountShm mounts a private tmpfs for the pod's /dev/shm at path.
+func mountShm(path string) error {
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return fmt.Errorf("create shm dir: %w", err)
+	}
+	err := unix.Mount("shm", path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size="+shmSize)
+	if err != nil {
+		return fmt.Errorf("mount shm at %s: %w", path, err)
+	}
+	return nil
+}
+
+// unmountShm unmounts and removes the pod's /dev/shm; missing is fine.
+func unmountShm(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := unmountAll(path); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove shm dir: %w", err)
+	}
+	return nil
+}
+
+// unmountAll detaches every mount stacked on path.
+func unmountAll(path string) error {
+	for {
+		err := unix.Unmount(path, unix.MNT_DETACH)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("unmount %s: %w", path, err)
+		}
+	}
+}
+
+// removeCgroup removes the pause's cgroup in every hierarchy; a missing one
+// is fine. It fails while processes remain in it.
+func removeCgroup(path string) error {
+	if path == "" {
+		return nil
+	}
+	mgr, err := cgmanager.New(&cgroups.Cgroup{Path: path, Resources: &cgroups.Resources{SkipDevices: true}})
+	if err != nil {
+		return fmt.Errorf("cgroup %s: %w", path, err)
+	}
+	if err := mgr.Destroy(); err != nil {
+		return fmt.Errorf("remove cgroup %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/minicri/minicri/monitor"
+	"github.com/minicri/minicri/network"
+)
+
+// stopGrace bounds waiting for a killed pause or monitor. The pause has
+// nothing to save, so it gets SIGKILL at once.
+const stopGrace = 10 * time.Second
+
+// Stop stops the pod's processes, tears its network down and releases its
+// namespaces and shm. It is idempotent; an unknown ID is not an error.
+func (m *Manager) Stop(ctx context.Context, id string) error {
+	sb, err := m.store.get(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sb.op.Lock()
+	defer sb.op.Unlock()
+	return m.stopLocked(ctx, sb)
+}
+
+func (m *Manager) stopLocked(ctx context.Context, sb *Sandbox) error {
+	if st := sb.Status().State; st == StateNotReady || st == StateRemoving {
+		return nil
+	}
+	if err := m.releaseResources(ctx, sb.rec); err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", sb.ID(), err)
+	}
+	sb.setPause(nil)
+	if err := sb.update(func(s Status) Status {
+		s.State, s.StoppedAt = StateNotReady, time.Now()
+		return s
+	}); err != nil {
+		return err
+	}
+	m.log.Info("pod sandbox stopped", "pod", sb.ID())
+	return nil
+}
+
+// releaseResources undoes everything a running sandbox holds, in reverse
+// order of creation. Every step is idempotent, so it also serves crash
+// recovery, where any subset may already be gone.
+func (m *Manager) releaseResources(ctx context.Context, rec Record) error {
+	var errs []error
+	if err := monitor.Shutdown(ctx, m.podStateDir(rec.ID), stopGrace); err != nil {
+		errs = append(errs, fmt.Errorf("stop monitor: %w", err))
+	}
+	if rec.NetNSPath != "" {
+		if err := m.opts.Network.Teardown(ctx, rec.networkPod()); err != nil {
+			errs = append(errs, fmt.Errorf("cni del: %w", err))
+		}
+		if err := removeNetNS(rec.NetNSPath); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := unmountShm(rec.ShmPath); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeCgroup(rec.CgroupPath); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Remove stops the sandbox if needed and deletes everything it had. It is
+// idempotent; an unknown ID is not an error.
+func (m *Manager) Remove(ctx context.Context, id string) error {
+	sb, err := m.store.get(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sb.op.Lock()
+	defer sb.op.Unlock()
+	if sb.Status().State == StateReady {
+		if err := m.stopLocked(ctx, sb); err != nil {
+			return err
+		}
+	}
+	if err := sb.update(func(s Status) Status { s.State = StateRemoving; return s }); err != nil {
+		return err
+	}
+	if err := m.removeDirs(sb.ID()); err != nil {
+		return fmt.Errorf("remove sandbox %s: %w", sb.ID(), err)
+	}
+	m.store.delete(sb.ID())
+	m.inflight.forget(sb.rec.Config.Metadata.key())
+	m.log.Info("pod sandbox removed", "pod", sb.ID())
+	return nil
+}
+
+// removeDirs deletes the pod's state and root directories, the record last.
+func (m *Manager) removeDirs(id string) error {
+	if err := os.RemoveAll(m.podStateDir(id)); err != nil {
+		return fmt.Errorf("remove state dir: %w", err)
+	}
+	if err := os.RemoveAll(m.podRootDir(id)); err != nil {
+		return fmt.Errorf("remove root dir: %w", err)
+	}
+	return nil
+}
+
+func removeNetNS(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := network.LoadNetNS(path).Remove(); err != nil {
+		return fmt.Errorf("remove netns: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/minicri/minicri/sandbox"
+)
+
+// codeOf maps domain errors to gRPC codes. It is the only place that does.
+var codeOf = []struct {
+	err  error
+	code codes.Code
+}{
+	{sandbox.ErrInvalid, codes.InvalidArgument},
+	{sandbox.ErrNotFound, codes.NotFound},
+	{sandbox.ErrAlreadyExists, codes.AlreadyExists},
+	{sandbox.ErrFailedPrecondition, codes.FailedPrecondition},
+	{context.DeadlineExceeded, codes.DeadlineExceeded},
+	{context.Canceled, codes.Canceled},
+}
+
+// toStatus converts err into a gRPC status error; errors that already carry a
+// status keep it; anything else is Unknown, as gRPC itself reports.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	for _, c := range codeOf {
+		if errors.Is(err, c.err) {
+			return status.Error(c.code, err.Error())
+		}
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+// invalid reports a malformed request.
+func invalid(msg string) error { return status.Error(codes.InvalidArgument, msg) }

@@ -1,0 +1,58 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Version reports the runtime's name and versions.
+func (s *Server) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{
+		Version:           "0.1.0",
+		RuntimeName:       RuntimeName,
+		RuntimeVersion:    RuntimeVersion,
+		RuntimeApiVersion: RuntimeAPIVersion,
+	}, nil
+}
+
+// Status reports RuntimeReady and NetworkReady.
+func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	netReady := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
+	if err := s.network.Ready(); err != nil {
+		netReady.Status = false
+		netReady.Reason = "NetworkPluginNotReady"
+		netReady.Message = err.Error()
+	}
+	resp := &runtimeapi.StatusResponse{
+		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+			{Type: runtimeapi.RuntimeReady, Status: true},
+			netReady,
+		}},
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{}}},
+	}
+	if req.GetVerbose() {
+		info, _ := json.Marshal(map[string]any{"runtime": RuntimeName, "version": RuntimeVersion})
+		resp.Info = map[string]string{"info": string(info)}
+	}
+	return resp, nil
+}
+
+// RuntimeConfig reports the cgroup driver minicri uses.
+func (s *Server) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	return &runtimeapi.RuntimeConfigResponse{
+		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS},
+	}, nil
+}
+
+// UpdateRuntimeConfig takes the pod CIDR the kubelet assigns to this node.
+func (s *Server) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+	if cidr := req.GetRuntimeConfig().GetNetworkConfig().GetPodCidr(); cidr != "" {
+		if err := s.network.SetPodCIDR(cidr); err != nil {
+			return nil, err
+		}
+		s.log.Info("pod CIDR updated", "cidr", cidr)
+	}
+	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+}

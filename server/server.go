@@ -1,0 +1,74 @@
+// Package server is minicri's kubelet-facing edge: it implements the CRI v1
+// RuntimeService and ImageService, translating CRI messages to the domain
+// packages and back, and maps domain errors to gRPC status codes in one
+// place (see errors.go). It holds no Linux details.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minicri/minicri/sandbox"
+)
+
+// Version facts reported by the Version RPC.
+const (
+	RuntimeName       = "minicri"
+	RuntimeVersion    = "0.1.0"
+	RuntimeAPIVersion = "v1"
+)
+
+// Network is what the server needs from the network layer.
+type Network interface {
+	// Ready returns nil when pods can be networked, else the reason.
+	Ready() error
+	// SetPodCIDR applies the kubelet's pod CIDR.
+	SetPodCIDR(cidr string) error
+}
+
+// Sandboxes is the sandbox manager.
+type Sandboxes interface {
+	Run(ctx context.Context, cfg sandbox.Config) (string, error)
+	Stop(ctx context.Context, id string) error
+	Remove(ctx context.Context, id string) error
+	Get(id string) (sandbox.Info, error)
+	List(f sandbox.Filter) []sandbox.Info
+}
+
+// Server implements the CRI services.
+type Server struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	runtimeapi.UnimplementedImageServiceServer
+
+	sandboxes Sandboxes
+	network   Network
+	log       *slog.Logger
+}
+
+// New creates the server.
+func New(sandboxes Sandboxes, network Network, log *slog.Logger) *Server {
+	return &Server{sandboxes: sandboxes, network: network, log: log}
+}
+
+// Register adds the CRI services to g.
+func (s *Server) Register(g *grpc.Server) {
+	runtimeapi.RegisterRuntimeServiceServer(g, s)
+	runtimeapi.RegisterImageServiceServer(g, s)
+}
+
+// Interceptor logs every call and turns domain errors into gRPC statuses.
+func (s *Server) Interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	err = toStatus(err)
+	if err != nil {
+		s.log.Warn("CRI call failed", "method", info.FullMethod, "duration", time.Since(start), "err", err)
+	} else {
+		s.log.Debug("CRI call", "method", info.FullMethod, "duration", time.Since(start))
+	}
+	return resp, err
+}
