@@ -170,7 +170,11 @@ func exitCode(ps *os.ProcessState) int {
 
 func listen(sock string) (net.Listener, error) {
 	os.Remove(sock)
-	ln, err := net.Listen("unix", sock)
+	var ln net.Listener
+	err := viaDirFD(sock, func(short string) (err error) {
+		ln, err = net.Listen("unix", short)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", sock, err)
 	}

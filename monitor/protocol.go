@@ -50,8 +50,12 @@ var ErrUnavailable = errors.New("monitor unavailable")
 // Call sends req to the monitor listening on sock and returns its response.
 func Call(ctx context.Context, sock string, req Request) (Response, error) {
 	var resp Response
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", sock)
+	var conn net.Conn
+	err := viaDirFD(sock, func(short string) (err error) {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "unix", short)
+		return err
+	})
 	if err != nil {
 		return resp, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

@@ -14,8 +14,9 @@ type Sandbox struct {
 	rec        Record // immutable after creation, except Status (see status)
 	recordPath string
 
-	op     sync.Mutex // serialises Stop and Remove
-	status atomic.Pointer[Status]
+	op      sync.Mutex // serialises Stop and Remove
+	removed bool       // set under op once Remove finished
+	status  atomic.Pointer[Status]
 
 	pauseMu sync.Mutex
 	pause   *proc.Handle // nil when the pause is gone or unknown

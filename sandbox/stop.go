@@ -31,7 +31,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 }
 
 func (m *Manager) stopLocked(ctx context.Context, sb *Sandbox) error {
-	if st := sb.Status().State; st == StateNotReady || st == StateRemoving {
+	if st := sb.Status().State; sb.removed || st == StateNotReady || st == StateRemoving {
 		return nil
 	}
 	if err := m.releaseResources(ctx, sb.rec); err != nil {
@@ -85,6 +85,9 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	}
 	sb.op.Lock()
 	defer sb.op.Unlock()
+	if sb.removed {
+		return nil
+	}
 	if sb.Status().State == StateReady {
 		if err := m.stopLocked(ctx, sb); err != nil {
 			return err
@@ -96,6 +99,7 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	if err := m.removeDirs(sb.ID()); err != nil {
 		return fmt.Errorf("remove sandbox %s: %w", sb.ID(), err)
 	}
+	sb.removed = true
 	m.store.delete(sb.ID())
 	m.inflight.forget(sb.rec.Config.Metadata.key())
 	m.log.Info("pod sandbox removed", "pod", sb.ID())
