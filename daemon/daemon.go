@@ -85,7 +85,7 @@ func Run(cfg config.Config) error {
 		g.GracefulStop()
 	}
 	noPods := len(sandboxes.List(sandbox.Filter{})) == 0
-	return errors.Join(err, net.Close(noPods))
+	return errors.Join(err, sandboxes.Close(), net.Close(noPods))
 }
 
 // listen opens the unix socket, root-owned with mode 0660.

@@ -16,6 +16,9 @@ import (
 type Network interface {
 	Setup(ctx context.Context, pod network.Pod) (network.Result, error)
 	Teardown(ctx context.Context, pod network.Pod) error
+	// NetNSNeededForTeardown is false when DEL works as well (and faster)
+	// after the pod's netns is gone.
+	NetNSNeededForTeardown(podID string) bool
 }
 
 // Options configure a Manager.
@@ -120,3 +123,16 @@ func newID() string {
 
 // PodFile returns the path of one of the pod's files (HostnameFile...).
 func (m *Manager) PodFile(id, name string) string { return filepath.Join(m.podRootDir(id), name) }
+
+// Close releases instance-wide state when no pod is left: the shared mount
+// of the netns dir and the default cgroup parent. Pods that remain keep both.
+func (m *Manager) Close() error {
+	if len(m.store.all()) > 0 {
+		return nil
+	}
+	if err := unmountAll(m.netnsDir()); err != nil {
+		return err
+	}
+	removeEmptyCgroup(m.opts.CgroupParent)
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/opencontainers/cgroups"
 	cgmanager "github.com/opencontainers/cgroups/manager"
@@ -66,4 +67,22 @@ func removeCgroup(path string) error {
 		return fmt.Errorf("remove cgroup %s: %w", path, err)
 	}
 	return nil
+}
+
+// removeEmptyCgroup removes path in every hierarchy where it is empty.
+func removeEmptyCgroup(path string) {
+	if path == "" || path == "/" {
+		return
+	}
+	mounts, err := cgroups.GetCgroupMounts(false)
+	if err != nil {
+		return
+	}
+	dirs := []string{"/sys/fs/cgroup/unified"}
+	for _, mnt := range mounts {
+		dirs = append(dirs, mnt.Mountpoint)
+	}
+	for _, d := range dirs {
+		os.Remove(filepath.Join(d, path))
+	}
 }

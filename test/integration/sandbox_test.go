@@ -109,6 +109,7 @@ func TestTwoPodsReachEachOther(t *testing.T) {
 	if err != nil || string(reply) != "hello from a\n" {
 		t.Fatalf("pod b -> pod a: %q, %v", reply, err)
 	}
+	l.Close() // the listener's socket would keep pod a's netns alive
 	i.stopRemove(t, a)
 	i.stopRemove(t, b)
 	i.assertNothingLeft(t, map[string]podInfo{a: infoA, b: infoB})
