@@ -13,10 +13,12 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"google.golang.org/grpc"
 
 	"github.com/minicri/minicri/config"
+	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/network"
 	"github.com/minicri/minicri/sandbox"
 	"github.com/minicri/minicri/server"
@@ -67,7 +69,11 @@ func Run(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	srv := server.New(sandboxes, net, log)
+	images, err := newImageStore(cfg, log)
+	if err != nil {
+		return err
+	}
+	srv := server.New(sandboxes, images, net, log)
 	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
 	srv.Register(g)
 
@@ -111,6 +117,23 @@ func listen(cfg config.Config) (net.Listener, error) {
 		return nil, fmt.Errorf("chown socket: %w", err)
 	}
 	return ln, nil
+}
+
+func newImageStore(cfg config.Config, log *slog.Logger) (*image.Store, error) {
+	timeout, err := time.ParseDuration(cfg.Registry.NoProgressTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("config: registry.no_progress_timeout: %w", err)
+	}
+	store, err := image.New(image.Config{
+		Root:               filepath.Join(cfg.Root, "images"),
+		RegistryConfigPath: cfg.Registry.ConfigPath,
+		NoProgressTimeout:  timeout,
+		Logger:             log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	}
+	return store, nil
 }
 
 func newLogger(level string) *slog.Logger {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/minicri/minicri/internal/proc"
@@ -23,18 +24,59 @@ import (
 const (
 	OpStatus = "status" // report the pause process
 	OpStop   = "stop"   // kill everything the monitor started, then exit
+
+	OpCreate    = "create"     // create a container (its init waits for OpStart)
+	OpStart     = "start"      // start a created container
+	OpKill      = "kill"       // stop a container: Signal, then SIGKILL after Timeout
+	OpDelete    = "delete"     // kill if needed and destroy a container
+	OpReopenLog = "reopen-log" // reopen a container's log file
+	OpInspect   = "inspect"    // report a container
 )
 
 // Request is one call to the monitor.
 type Request struct {
-	Op string `json:"op"`
+	Op      string         `json:"op"`
+	ID      string         `json:"id,omitempty"` // container ID
+	Create  *CreateRequest `json:"create,omitempty"`
+	Signal  int            `json:"signal,omitempty"`
+	Timeout time.Duration  `json:"timeout,omitempty"`
+}
+
+// CreateRequest describes a container to create.
+type CreateRequest struct {
+	Bundle    string `json:"bundle"`    // directory holding config.json, the OCI spec
+	Dir       string `json:"dir"`       // where the monitor writes exit.json
+	RuncRoot  string `json:"runc_root"` // libcontainer's state root
+	LogPath   string `json:"log_path,omitempty"`
+	Stdin     bool   `json:"stdin,omitempty"`
+	StdinOnce bool   `json:"stdin_once,omitempty"`
+	TTY       bool   `json:"tty,omitempty"`
 }
 
 // Response is the monitor's answer.
 type Response struct {
-	Error string    `json:"error,omitempty"`
-	Pause PauseInfo `json:"pause"`
+	Error     string         `json:"error,omitempty"`
+	Pause     PauseInfo      `json:"pause"`
+	Container *ContainerInfo `json:"container,omitempty"`
 }
+
+// ContainerInfo is what the monitor knows of a container.
+type ContainerInfo struct {
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	Exit      *Exit     `json:"exit,omitempty"`
+}
+
+// Exit records how a container's init ended. The monitor writes it to
+// exit.json in the container's directory before reporting it.
+type Exit struct {
+	Code       int       `json:"code"`
+	FinishedAt time.Time `json:"finished_at"`
+	OOMKilled  bool      `json:"oom_killed,omitempty"`
+}
+
+// ExitPath is where the exit record of the container with directory dir lives.
+func ExitPath(dir string) string { return filepath.Join(dir, "exit.json") }
 
 // PauseInfo describes the pause process.
 type PauseInfo struct {

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/sandbox"
 )
 
@@ -19,6 +20,9 @@ var codeOf = []struct {
 	{sandbox.ErrNotFound, codes.NotFound},
 	{sandbox.ErrAlreadyExists, codes.AlreadyExists},
 	{sandbox.ErrFailedPrecondition, codes.FailedPrecondition},
+	{image.ErrNotFound, codes.NotFound},
+	{image.ErrInvalidReference, codes.InvalidArgument},
+	{image.ErrNoProgress, codes.DeadlineExceeded},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 	{context.Canceled, codes.Canceled},
 }

@@ -45,13 +45,14 @@ type Server struct {
 	runtimeapi.UnimplementedImageServiceServer
 
 	sandboxes Sandboxes
+	images    Images
 	network   Network
 	log       *slog.Logger
 }
 
 // New creates the server.
-func New(sandboxes Sandboxes, network Network, log *slog.Logger) *Server {
-	return &Server{sandboxes: sandboxes, network: network, log: log}
+func New(sandboxes Sandboxes, images Images, network Network, log *slog.Logger) *Server {
+	return &Server{sandboxes: sandboxes, images: images, network: network, log: log}
 }
 
 // Register adds the CRI services to g.

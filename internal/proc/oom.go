@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// ownOOMScoreAdj is the lowest oom_score_adj this process may give others
+// OwnOOMScoreAdj is the lowest oom_score_adj this process may give others
 // without CAP_SYS_RESOURCE: its own.
-func ownOOMScoreAdj() (int, error) {
+func OwnOOMScoreAdj() (int, error) {
 	data, err := os.ReadFile("/proc/self/oom_score_adj")
 	if err != nil {
 		return 0, err
@@ -22,7 +22,7 @@ func ownOOMScoreAdj() (int, error) {
 // clamped, never an error, like containerd's restrict_oom_score_adj. It
 // returns the value written.
 func SetOOMScoreAdj(pid, want int) (int, error) {
-	if own, err := ownOOMScoreAdj(); err == nil && want < own {
+	if own, err := OwnOOMScoreAdj(); err == nil && want < own {
 		want = own
 	}
 	path := fmt.Sprintf("/proc/%d/oom_score_adj", pid)

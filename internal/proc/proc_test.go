@@ -54,7 +54,7 @@ func TestSetOOMScoreAdjClamps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	own, err := ownOOMScoreAdj()
+	own, err := OwnOOMScoreAdj()
 	if err != nil {
 		t.Fatal(err)
 	}

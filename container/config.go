@@ -1,0 +1,155 @@
+// Package container manages app containers: their records and state
+// machine, OCI runtime specs built from the CRI config and the image, and
+// their lifecycle through the pod's monitor, which drives libcontainer.
+package container
+
+// Propagation is a mount's propagation mode.
+type Propagation int
+
+// The CRI's MountPropagation values.
+const (
+	PropagationPrivate         Propagation = iota // private
+	PropagationHostToContainer                    // rslave
+	PropagationBidirectional                      // rshared
+)
+
+// Mount is one CRI mount.
+type Mount struct {
+	ContainerPath     string      `json:"container_path"`
+	HostPath          string      `json:"host_path,omitempty"`
+	Readonly          bool        `json:"readonly,omitempty"`
+	RecursiveReadOnly bool        `json:"recursive_read_only,omitempty"`
+	Propagation       Propagation `json:"propagation,omitempty"`
+	SelinuxRelabel    bool        `json:"selinux_relabel,omitempty"`
+	// Image, when set, names an image whose filesystem is mounted read-only
+	// (KEP-4639); ImageSubPath selects a directory of it.
+	Image        string `json:"image,omitempty"`
+	ImageSubPath string `json:"image_sub_path,omitempty"`
+}
+
+// Device is one CRI device.
+type Device struct {
+	ContainerPath string `json:"container_path"`
+	HostPath      string `json:"host_path"`
+	Permissions   string `json:"permissions,omitempty"` // "rwm" subset; empty means rwm
+}
+
+// Resources are the container's cgroup limits.
+type Resources struct {
+	CPUPeriod       int64             `json:"cpu_period,omitempty"`
+	CPUQuota        int64             `json:"cpu_quota,omitempty"`
+	CPUShares       int64             `json:"cpu_shares,omitempty"`
+	MemoryLimit     int64             `json:"memory_limit,omitempty"`
+	MemorySwapLimit int64             `json:"memory_swap_limit,omitempty"`
+	OOMScoreAdj     int64             `json:"oom_score_adj,omitempty"`
+	CpusetCPUs      string            `json:"cpuset_cpus,omitempty"`
+	CpusetMems      string            `json:"cpuset_mems,omitempty"`
+	Hugepages       map[string]uint64 `json:"hugepages,omitempty"` // page size ("2MB") -> limit in bytes
+	Unified         map[string]string `json:"unified,omitempty"`
+}
+
+// ProfileType selects a seccomp or AppArmor profile.
+type ProfileType int
+
+// The CRI's SecurityProfile types.
+const (
+	ProfileRuntimeDefault ProfileType = iota
+	ProfileUnconfined
+	ProfileLocalhost
+)
+
+// Profile is a seccomp or AppArmor profile choice.
+type Profile struct {
+	Type ProfileType `json:"type"`
+	Path string      `json:"path,omitempty"` // ProfileLocalhost: the profile file (seccomp) or name (AppArmor)
+}
+
+// SupplementalGroupsPolicy is the CRI's policy for the image's groups.
+type SupplementalGroupsPolicy int
+
+// Merge adds the groups the image's /etc/group gives the user; Strict does not.
+const (
+	GroupsMerge SupplementalGroupsPolicy = iota
+	GroupsStrict
+)
+
+// NamespaceMode says whose PID namespace the container uses.
+type NamespaceMode int
+
+// The CRI's NamespaceMode values.
+const (
+	ModePod NamespaceMode = iota
+	ModeContainer
+	ModeNode
+	ModeTarget
+)
+
+// Security is the container's LinuxContainerSecurityContext.
+type Security struct {
+	Privileged               bool                     `json:"privileged,omitempty"`
+	PID                      NamespaceMode            `json:"pid"`
+	TargetID                 string                   `json:"target_id,omitempty"`
+	RunAsUser                *int64                   `json:"run_as_user,omitempty"`
+	RunAsGroup               *int64                   `json:"run_as_group,omitempty"`
+	RunAsUsername            string                   `json:"run_as_username,omitempty"`
+	ReadonlyRootfs           bool                     `json:"readonly_rootfs,omitempty"`
+	SupplementalGroups       []int64                  `json:"supplemental_groups,omitempty"`
+	SupplementalGroupsPolicy SupplementalGroupsPolicy `json:"supplemental_groups_policy,omitempty"`
+	NoNewPrivs               bool                     `json:"no_new_privs,omitempty"`
+	// MaskedPaths and ReadonlyPaths: nil means the runtime's defaults; an
+	// empty non-nil slice means none.
+	MaskedPaths   []string `json:"masked_paths"`
+	ReadonlyPaths []string `json:"readonly_paths"`
+	CapAdd        []string `json:"cap_add,omitempty"`
+	CapDrop       []string `json:"cap_drop,omitempty"`
+	AmbientAdd    []string `json:"ambient_add,omitempty"`
+	Seccomp       Profile  `json:"seccomp"`
+	AppArmor      Profile  `json:"apparmor"`
+}
+
+// Config is everything the kubelet asks of a container.
+type Config struct {
+	Name        string            `json:"name"`
+	Attempt     uint32            `json:"attempt"`
+	Image       string            `json:"image"` // the reference as requested
+	Command     []string          `json:"command,omitempty"`
+	Args        []string          `json:"args,omitempty"`
+	WorkingDir  string            `json:"working_dir,omitempty"`
+	Env         []string          `json:"env,omitempty"` // KEY=VALUE, in order
+	Mounts      []Mount           `json:"mounts,omitempty"`
+	Devices     []Device          `json:"devices,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	LogPath     string            `json:"log_path,omitempty"` // relative to the pod's log directory
+	Stdin       bool              `json:"stdin,omitempty"`
+	StdinOnce   bool              `json:"stdin_once,omitempty"`
+	TTY         bool              `json:"tty,omitempty"`
+	StopSignal  string            `json:"stop_signal,omitempty"` // e.g. "SIGTERM"; empty: the image's, else SIGTERM
+	Resources   Resources         `json:"resources"`
+	Security    Security          `json:"security"`
+}
+
+// ImageConfig is what a container takes from its image.
+type ImageConfig struct {
+	Entrypoint []string `json:"entrypoint,omitempty"`
+	Cmd        []string `json:"cmd,omitempty"`
+	Env        []string `json:"env,omitempty"`
+	WorkingDir string   `json:"working_dir,omitempty"`
+	User       string   `json:"user,omitempty"`
+	StopSignal string   `json:"stop_signal,omitempty"`
+}
+
+// PodInfo is what a container takes from its pod sandbox.
+type PodInfo struct {
+	ID             string            `json:"id"`
+	NetNSPath      string            `json:"netns_path,omitempty"` // empty: host network
+	PausePID       int               `json:"pause_pid"`
+	HostIPC        bool              `json:"host_ipc,omitempty"`
+	HostPID        bool              `json:"host_pid,omitempty"` // the pod asked for the host's PID namespace
+	HostnameFile   string            `json:"hostname_file"`
+	HostsFile      string            `json:"hosts_file"`
+	ResolvConfFile string            `json:"resolv_conf_file"`
+	ShmPath        string            `json:"shm_path,omitempty"` // empty: the host's /dev/shm
+	CgroupParent   string            `json:"cgroup_parent"`
+	Sysctls        map[string]string `json:"sysctls,omitempty"`
+}

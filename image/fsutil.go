@@ -1,0 +1,120 @@
+package image
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+)
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory: write, fsync, rename, fsync the directory.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// FsInfo reports the bytes (allocated blocks) and inodes used by the store,
+// counting hard-linked files once, and the mountpoint of its filesystem.
+func (s *Store) FsInfo() (FsUsage, error) {
+	u := FsUsage{Timestamp: time.Now().UnixNano()}
+	type key struct{ dev, ino uint64 }
+	seen := map[key]bool{}
+	err := filepath.WalkDir(s.cfg.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil // removed while we walk
+			}
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		k := key{uint64(st.Dev), st.Ino} //nolint:unconvert // Dev is not uint64 everywhere
+		if seen[k] {
+			return nil
+		}
+		seen[k] = true
+		u.InodesUsed++
+		u.UsedBytes += uint64(st.Blocks) * 512
+		return nil
+	})
+	if err != nil {
+		return FsUsage{}, err
+	}
+	mp, err := mountpointOf(s.cfg.Root)
+	if err != nil {
+		return FsUsage{}, err
+	}
+	u.Mountpoint = mp
+	return u, nil
+}
+
+// mountpointOf returns the mountpoint of the filesystem holding path.
+func mountpointOf(path string) (string, error) {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	mounts, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return "", err
+	}
+	best := "/"
+	for _, m := range mounts {
+		mp := m.Mountpoint
+		if (p == mp || strings.HasPrefix(p, strings.TrimSuffix(mp, "/")+"/")) && len(mp) > len(best) {
+			best = mp
+		}
+	}
+	return best, nil
+}

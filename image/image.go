@@ -1,0 +1,618 @@
+// Package image pulls OCI and Docker images from registries, keeps them in a
+// content-addressed store, unpacks each layer once into a directory in
+// overlayfs form, and keeps image records. It knows nothing of gRPC.
+//
+// On-disk layout under Config.Root:
+//
+//	blobs/sha256/<hex>   verified blobs: manifests, indexes, configs, layers
+//	blobs/tmp/           blobs being downloaded (removed by New)
+//	layers/<hex>/        an unpacked layer, named by its diff ID (uncompressed digest)
+//	layers/.tmp-*        layers being unpacked or removed (removed by New)
+//	images/<hex>.json    image records, named by image ID (config digest)
+package image
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// ErrNotFound is returned (wrapped, with the reference) for images that are
+// neither in the store nor, for Pull, in the registry.
+var ErrNotFound = errors.New("image not found")
+
+// ErrInvalidReference is returned (wrapped) for references that do not parse.
+var ErrInvalidReference = errors.New("invalid image reference")
+
+// ErrNoProgress is the cause of a pull that moved no bytes for
+// Config.NoProgressTimeout.
+var ErrNoProgress = errors.New("image pull made no progress")
+
+// DefaultNoProgressTimeout applies when Config.NoProgressTimeout is zero
+// (containerd's image_pull_progress_timeout).
+const DefaultNoProgressTimeout = 5 * time.Minute
+
+// Config configures a Store.
+type Config struct {
+	// Root is the store's directory, e.g. /var/lib/minicri/images.
+	Root string
+	// RegistryConfigPath is the directory of <host>/hosts.toml files;
+	// empty means DefaultRegistryConfigPath.
+	RegistryConfigPath string
+	// NoProgressTimeout fails a pull that moves no bytes for this long;
+	// 0 means DefaultNoProgressTimeout, negative disables it.
+	NoProgressTimeout time.Duration
+	// PinnedImages are references (e.g. the pause image) whose images are
+	// reported as pinned.
+	PinnedImages []string
+	// Logger receives pull progress; nil means slog.Default().
+	Logger *slog.Logger
+	// ProgressInterval is how often a running pull logs its progress;
+	// 0 means 10s.
+	ProgressInterval time.Duration
+	// Platform selects the manifest of an index; nil means the host's.
+	Platform *v1.Platform
+}
+
+// AuthConfig is the registry credential of a pull request (CRI AuthConfig).
+type AuthConfig struct {
+	Username, Password, Auth, ServerAddress, IdentityToken, RegistryToken string
+}
+
+// Image is an image of the store.
+type Image struct {
+	ID          string   // config digest, "sha256:..."
+	RepoTags    []string // normalised, e.g. docker.io/library/busybox:latest
+	RepoDigests []string // normalised, e.g. docker.io/library/busybox@sha256:...
+	Size        uint64   // bytes of manifest, config and compressed layers
+	User        string   // the config's User
+	Pinned      bool
+	Config      *v1.ConfigFile
+	Layers      []string // unpacked layer directories, bottom first
+	// ManifestDigest is the digest of the platform manifest.
+	ManifestDigest string
+}
+
+// FsUsage is the disk usage of the store.
+type FsUsage struct {
+	Mountpoint string
+	UsedBytes  uint64
+	InodesUsed uint64
+	Timestamp  int64 // unix nanoseconds
+}
+
+// layerRecord describes one layer of an image record.
+type layerRecord struct {
+	Digest    string `json:"digest"`  // compressed blob digest
+	DiffID    string `json:"diff_id"` // uncompressed digest: the layer's directory
+	MediaType string `json:"media_type"`
+	Size      int64  `json:"size"`
+}
+
+// record is what images/<hex>.json holds.
+type record struct {
+	ID             string        `json:"id"`
+	RepoTags       []string      `json:"repo_tags"`
+	RepoDigests    []string      `json:"repo_digests"`
+	Size           uint64        `json:"size"`
+	ManifestDigest string        `json:"manifest_digest"`
+	Layers         []layerRecord `json:"layers"`
+	// Blobs are the digests of all blobs the image uses besides its layers:
+	// indexes, manifest, config.
+	Blobs []string `json:"blobs"`
+
+	config *v1.ConfigFile
+}
+
+// Store is the image store. Its methods are safe for concurrent use.
+type Store struct {
+	cfg     Config
+	log     *slog.Logger
+	blobDir string
+	tmpDir  string
+	layDir  string
+	imgDir  string
+	pinned  map[string]bool
+
+	mu      sync.Mutex
+	images  map[string]*record // by ID
+	leases  map[string]int     // image ID -> Acquire count
+	leased  map[string]*record // records of leased images, kept after Remove
+	pending map[string]int     // layer diff IDs and blob digests of pulls under way
+
+	flights flightGroup
+}
+
+// New opens (creating if needed) the store at cfg.Root. It removes what an
+// interrupted pull left behind: temporary blobs and half-unpacked layers.
+// It does not remove layers that no image uses (containers may still use
+// them after a restart); call GC once containers have re-acquired theirs.
+func New(cfg Config) (*Store, error) {
+	if cfg.Root == "" {
+		return nil, errors.New("image: no root directory")
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Root = root
+	if cfg.RegistryConfigPath == "" {
+		cfg.RegistryConfigPath = DefaultRegistryConfigPath
+	}
+	if cfg.NoProgressTimeout == 0 {
+		cfg.NoProgressTimeout = DefaultNoProgressTimeout
+	}
+	if cfg.ProgressInterval <= 0 {
+		cfg.ProgressInterval = 10 * time.Second
+	}
+	s := &Store{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		blobDir: filepath.Join(root, "blobs", "sha256"),
+		tmpDir:  filepath.Join(root, "blobs", "tmp"),
+		layDir:  filepath.Join(root, "layers"),
+		imgDir:  filepath.Join(root, "images"),
+		pinned:  map[string]bool{},
+		images:  map[string]*record{},
+		leases:  map[string]int{},
+		leased:  map[string]*record{},
+		pending: map[string]int{},
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	for _, p := range cfg.PinnedImages {
+		n, err := NormalizeReference(p)
+		if err != nil {
+			return nil, fmt.Errorf("pinned image: %w", err)
+		}
+		s.pinned[n] = true
+	}
+	if err := os.RemoveAll(s.tmpDir); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{s.blobDir, s.tmpDir, s.layDir, s.imgDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.cleanup(); err != nil {
+		return nil, err
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// cleanup removes partial state: half-unpacked or half-removed layer
+// directories and temporary record files.
+func (s *Store) cleanup() error {
+	ents, err := os.ReadDir(s.layDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			if err := os.RemoveAll(filepath.Join(s.layDir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	ents, err = os.ReadDir(s.imgDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			if err := os.RemoveAll(filepath.Join(s.imgDir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) load() error {
+	ents, err := os.ReadDir(s.imgDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(s.imgDir, e.Name()))
+		if err != nil {
+			return err
+		}
+		var r record
+		if err := json.Unmarshal(data, &r); err != nil {
+			s.log.Warn("image: ignoring unreadable image record", "file", e.Name(), "error", err)
+			continue
+		}
+		cfg, err := s.readConfig(r.ID)
+		if err != nil {
+			s.log.Warn("image: ignoring image record without config", "image", r.ID, "error", err)
+			continue
+		}
+		r.config = cfg
+		s.images[r.ID] = &r
+	}
+	return nil
+}
+
+func (s *Store) readConfig(id string) (*v1.ConfigFile, error) {
+	data, err := os.ReadFile(s.blobPath(id))
+	if err != nil {
+		return nil, err
+	}
+	var cfg v1.ConfigFile
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+func (s *Store) blobPath(dgst string) string {
+	return filepath.Join(s.blobDir, strings.TrimPrefix(dgst, "sha256:"))
+}
+
+func (s *Store) layerPath(diffID string) string {
+	return filepath.Join(s.layDir, strings.TrimPrefix(diffID, "sha256:"))
+}
+
+func (s *Store) recordPath(id string) string {
+	return filepath.Join(s.imgDir, strings.TrimPrefix(id, "sha256:")+".json")
+}
+
+// image converts a record; s.mu held.
+func (s *Store) image(r *record) Image {
+	img := Image{
+		ID:             r.ID,
+		RepoTags:       slices.Clone(r.RepoTags),
+		RepoDigests:    slices.Clone(r.RepoDigests),
+		Size:           r.Size,
+		Config:         r.config,
+		ManifestDigest: r.ManifestDigest,
+	}
+	if r.config != nil {
+		img.User = r.config.Config.User
+	}
+	for _, t := range r.RepoTags {
+		if s.pinned[t] {
+			img.Pinned = true
+		}
+	}
+	for _, l := range r.Layers {
+		img.Layers = append(img.Layers, s.layerPath(l.DiffID))
+	}
+	return img
+}
+
+// writeRecord persists r atomically; s.mu held.
+func (s *Store) writeRecord(r *record) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(s.recordPath(r.ID), data)
+}
+
+// lookup resolves ref to a record: an image ID ("sha256:<hex>" or "<hex>"),
+// a tag or digest reference in any form that normalises to one the store
+// knows, or a unique prefix of an ID. s.mu held.
+func (s *Store) lookup(ref string) (*record, error) {
+	if ref == "" {
+		return nil, fmt.Errorf("%w: empty reference", ErrInvalidReference)
+	}
+	id := ref
+	if isHex(ref) && len(ref) == 64 {
+		id = "sha256:" + ref
+	}
+	if r, ok := s.images[id]; ok {
+		return r, nil
+	}
+	if pr, err := parseReference(ref); err == nil {
+		canon := pr.String()
+		for _, r := range s.images {
+			if slices.Contains(r.RepoTags, canon) || slices.Contains(r.RepoDigests, canon) {
+				return r, nil
+			}
+		}
+		// name@<digest> where the digest is the image's manifest or ID.
+		if pr.Digest != "" {
+			for _, r := range s.images {
+				if r.ID == pr.Digest || r.ManifestDigest == pr.Digest {
+					for _, d := range append(slices.Clone(r.RepoDigests), r.RepoTags...) {
+						if strings.HasPrefix(d, pr.Name()+"@") || strings.HasPrefix(d, pr.Name()+":") {
+							return r, nil
+						}
+					}
+				}
+			}
+		}
+	}
+	prefix := strings.TrimPrefix(ref, "sha256:")
+	if isHex(prefix) {
+		var found *record
+		for rid, r := range s.images {
+			if strings.HasPrefix(strings.TrimPrefix(rid, "sha256:"), prefix) {
+				if found != nil {
+					return nil, fmt.Errorf("%w: %s: ambiguous image ID prefix", ErrNotFound, ref)
+				}
+				found = r
+			}
+		}
+		if found != nil {
+			return found, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNotFound, ref)
+}
+
+// Status returns the image that ref names (see lookup for the forms).
+func (s *Store) Status(ref string) (Image, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.lookup(ref)
+	if err != nil {
+		return Image{}, err
+	}
+	return s.image(r), nil
+}
+
+// List returns the images, sorted by ID. A non-empty filter keeps the image
+// it names (as Status), or, for a repository name without tag or digest,
+// the images with a tag or digest in that repository.
+func (s *Store) List(filter string) ([]Image, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Image
+	if filter == "" {
+		for _, r := range s.images {
+			out = append(out, s.image(r))
+		}
+	} else if r, err := s.lookup(filter); err == nil {
+		out = append(out, s.image(r))
+	} else if last := filter[strings.LastIndex(filter, "/")+1:]; !strings.ContainsAny(last, ":@") {
+		pr, err := parseReference(filter)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range s.images {
+			for _, n := range append(slices.Clone(r.RepoTags), r.RepoDigests...) {
+				if strings.HasPrefix(n, pr.Name()+":") || strings.HasPrefix(n, pr.Name()+"@") {
+					out = append(out, s.image(r))
+					break
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Remove removes the image that ref names, with all its tags, and then its
+// layers and blobs that no other image and no lease uses. Removing an image
+// that is not there is not an error.
+func (s *Store) Remove(ref string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.lookup(ref)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(s.recordPath(r.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := syncDir(s.imgDir); err != nil {
+		return err
+	}
+	delete(s.images, r.ID)
+	return s.gcLocked()
+}
+
+// Acquire pins the layers of the image that ref names, for a container that
+// uses them: they stay on disk, even if the image is removed, until Release.
+// After a restart, containers must Acquire again (then call GC).
+func (s *Store) Acquire(ref string) (Image, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.lookup(ref)
+	if err != nil {
+		return Image{}, err
+	}
+	s.leases[r.ID]++
+	s.leased[r.ID] = r
+	return s.image(r), nil
+}
+
+// Release drops one Acquire of image id and removes the layers that nothing
+// uses any more.
+func (s *Store) Release(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leases[id] == 0 {
+		return nil
+	}
+	s.leases[id]--
+	if s.leases[id] > 0 {
+		return nil
+	}
+	delete(s.leases, id)
+	delete(s.leased, id)
+	return s.gcLocked()
+}
+
+// GC removes the layers and blobs that no image, lease or pull under way uses.
+func (s *Store) GC() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gcLocked()
+}
+
+func (s *Store) gcLocked() error {
+	used := map[string]bool{}
+	mark := func(r *record) {
+		used[r.ID] = true
+		used[r.ManifestDigest] = true
+		for _, b := range r.Blobs {
+			used[b] = true
+		}
+		for _, l := range r.Layers {
+			used[l.Digest] = true
+			used["layer:"+l.DiffID] = true
+		}
+	}
+	for _, r := range s.images {
+		mark(r)
+	}
+	for _, r := range s.leased {
+		mark(r)
+	}
+	for k := range s.pending {
+		used[k] = true
+	}
+	var errs []error
+	ents, err := os.ReadDir(s.layDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") || used["layer:sha256:"+e.Name()] {
+			continue
+		}
+		// Rename first so that a crash mid-removal leaves a temp dir that
+		// New removes, never a half-empty layer.
+		dead := filepath.Join(s.layDir, ".tmp-rm-"+e.Name())
+		if err := os.Rename(filepath.Join(s.layDir, e.Name()), dead); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := os.RemoveAll(dead); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ents, err = os.ReadDir(s.blobDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if used["sha256:"+e.Name()] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.blobDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// commit records a pulled image: it takes the tag from any image that had
+// it, merges names into an existing record of the same ID, and persists.
+func (s *Store) commit(r *record, tag, repoDigest string) (Image, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var changed []*record
+	if tag != "" {
+		for _, o := range s.images {
+			if o.ID != r.ID && slices.Contains(o.RepoTags, tag) {
+				o.RepoTags = slices.DeleteFunc(o.RepoTags, func(t string) bool { return t == tag })
+				changed = append(changed, o)
+			}
+		}
+	}
+	if old, ok := s.images[r.ID]; ok {
+		r.RepoTags = old.RepoTags
+		r.RepoDigests = old.RepoDigests
+		for _, b := range old.Blobs {
+			if !slices.Contains(r.Blobs, b) {
+				r.Blobs = append(r.Blobs, b)
+			}
+		}
+	}
+	if tag != "" && !slices.Contains(r.RepoTags, tag) {
+		r.RepoTags = append(r.RepoTags, tag)
+	}
+	if repoDigest != "" && !slices.Contains(r.RepoDigests, repoDigest) {
+		r.RepoDigests = append(r.RepoDigests, repoDigest)
+	}
+	if err := s.writeRecord(r); err != nil {
+		return Image{}, err
+	}
+	s.images[r.ID] = r
+	if s.leased[r.ID] != nil {
+		s.leased[r.ID] = r
+	}
+	for _, o := range changed {
+		if err := s.writeRecord(o); err != nil {
+			return Image{}, err
+		}
+	}
+	return s.image(r), nil
+}
+
+// hold marks keys (layer diff IDs as "layer:<id>", blob digests) as in use
+// by a pull so that GC leaves them; the returned func releases them.
+func (s *Store) hold(keys ...string) func() {
+	s.mu.Lock()
+	for _, k := range keys {
+		s.pending[k]++
+	}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		for _, k := range keys {
+			if s.pending[k]--; s.pending[k] <= 0 {
+				delete(s.pending, k)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// complete reports whether the record with this ID exists with all its
+// blobs and layers on disk.
+func (s *Store) complete(id string) bool {
+	s.mu.Lock()
+	r, ok := s.images[id]
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	for _, l := range r.Layers {
+		if !exists(s.layerPath(l.DiffID)) || !exists(s.blobPath(l.Digest)) {
+			return false
+		}
+	}
+	return exists(s.blobPath(r.ID))
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// contextErr returns the cause of ctx's end, if it ended.
+func contextErr(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}

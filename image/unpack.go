@@ -1,0 +1,110 @@
+package image
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/moby/go-archive"
+)
+
+var (
+	gzipMagic = []byte{0x1f, 0x8b}
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+)
+
+// decompress detects gzip and zstd by their magic numbers (registries do
+// not always label layers right); anything else is taken as a plain tar.
+func decompress(r io.Reader) (io.ReadCloser, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	head, err := br.Peek(4)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	switch {
+	case bytes.HasPrefix(head, gzipMagic):
+		return gzip.NewReader(br)
+	case bytes.HasPrefix(head, zstdMagic):
+		d, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		return d.IOReadCloser(), nil
+	default:
+		return io.NopCloser(br), nil
+	}
+}
+
+// unpackLayer unpacks the (compressed) layer r into a new temporary
+// directory under the layers directory, in overlayfs form: whiteouts become
+// 0/0 character devices and opaque directories get trusted.overlay.opaque=y.
+// Entries that would escape the directory (../, absolute or escaping
+// symlinks and hardlinks) fail the unpack. It checks the uncompressed digest
+// against diffID and returns the directory, which the caller renames into
+// place.
+func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string) (dir string, err error) {
+	tmp, err := os.MkdirTemp(s.layDir, ".tmp-"+strings.TrimPrefix(diffID, "sha256:")[:12]+"-")
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
+	dr, err := decompress(&ctxReader{ctx: ctx, r: r})
+	if err != nil {
+		return "", fmt.Errorf("decompress: %w", err)
+	}
+	defer dr.Close()
+	h := sha256.New()
+	tr := io.TeeReader(dr, h)
+	if err := archive.Unpack(tr, tmp, &archive.TarOptions{WhiteoutFormat: archive.OverlayWhiteoutFormat}); err != nil {
+		if cerr := contextErr(ctx); cerr != nil {
+			return "", cerr
+		}
+		return "", fmt.Errorf("unpack: %w", err)
+	}
+	// The tar end marker and any padding count in the diff ID.
+	if _, err := io.Copy(io.Discard, tr); err != nil {
+		return "", err
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != diffID {
+		return "", fmt.Errorf("layer diff ID mismatch: got %s, want %s", got, diffID)
+	}
+	return tmp, nil
+}
+
+// commitLayerDir renames an unpacked temporary directory into place. If a
+// concurrent run put the layer there first, its copy stays.
+func (s *Store) commitLayerDir(tmp, dir string) error {
+	if err := syncDir(tmp); err != nil {
+		_ = os.RemoveAll(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		_ = os.RemoveAll(tmp)
+		if exists(dir) {
+			return nil
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}

@@ -1,0 +1,119 @@
+// Package crilog writes container output in the CRI log format the kubelet
+// reads: "<RFC3339Nano timestamp> <stream> <P|F> <content>\n", where P marks
+// a partial line (a line longer than MaxLineSize is split into P chunks,
+// the last one F).
+package crilog
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// MaxLineSize is the longest content written in one log line (as the
+// kubelet's and containerd's 16 KiB default).
+const MaxLineSize = 16 * 1024
+
+// Stream names.
+const (
+	Stdout = "stdout"
+	Stderr = "stderr"
+)
+
+// File is one container log file shared by its streams. Reopen swaps the
+// underlying file without losing a line: writers hold the lock per line.
+type File struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	now  func() time.Time
+}
+
+// Open opens (creating) the log at path for appending.
+func Open(path string) (*File, error) {
+	f, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &File{path: path, f: f, now: time.Now}, nil
+}
+
+func openFile(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("open container log: %w", err)
+	}
+	return f, nil
+}
+
+// Reopen closes the current file and opens path anew (after the kubelet
+// rotated it). On failure the old file stays in use and no new file is left.
+func (l *File) Reopen() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := openFile(l.path)
+	if err != nil {
+		return err
+	}
+	l.f.Close()
+	l.f = f
+	return nil
+}
+
+// Close closes the file.
+func (l *File) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Close()
+}
+
+// writeLine writes one formatted entry.
+func (l *File) writeLine(stream string, partial bool, content []byte) error {
+	tag := "F"
+	if partial {
+		tag = "P"
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	buf := make([]byte, 0, len(content)+64)
+	buf = l.now().UTC().AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, ' ')
+	buf = append(buf, stream...)
+	buf = append(buf, ' ')
+	buf = append(buf, tag...)
+	buf = append(buf, ' ')
+	buf = append(buf, content...)
+	buf = append(buf, '\n')
+	_, err := l.f.Write(buf)
+	return err
+}
+
+// Copy reads r until EOF and writes its lines to the log as stream. Lines
+// longer than MaxLineSize become P chunks; a last line without a newline is
+// written as F at EOF. A write error is reported but reading goes on, so the
+// container never blocks on a full or missing log.
+func (l *File) Copy(stream string, r io.Reader, onErr func(error)) {
+	br := bufio.NewReaderSize(r, MaxLineSize)
+	for {
+		line, isPrefix, err := br.ReadLine()
+		if len(line) > 0 || (err == nil && !isPrefix) {
+			if werr := l.writeLine(stream, isPrefix, line); werr != nil && onErr != nil {
+				onErr(werr)
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && onErr != nil {
+				onErr(err)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,400 @@
+package monitor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	cgroupfs "github.com/opencontainers/cgroups/fs"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/crilog"
+	"github.com/minicri/minicri/internal/proc"
+)
+
+// ioDrainTimeout bounds how long an exit waits for the container's output
+// to drain: a daemonised grandchild may hold the pipes open forever.
+const ioDrainTimeout = 2 * time.Second
+
+// ctr is one container the monitor is the parent of.
+type ctr struct {
+	id  string
+	dir string
+	c   *libcontainer.Container
+	p   *libcontainer.Process
+	log *crilog.File // nil without a log path
+	tty *os.File     // the PTY master, for TTY containers
+
+	stdinMu sync.Mutex
+	stdin   io.WriteCloser // nil unless the container has stdin
+
+	io     sync.WaitGroup // log copiers
+	exited chan struct{}  // closed after exit is recorded
+
+	mu        sync.Mutex
+	startedAt time.Time
+	exit      *Exit
+}
+
+func (k *ctr) info() *ContainerInfo {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	pid, _ := k.p.Pid()
+	return &ContainerInfo{PID: pid, StartedAt: k.startedAt, Exit: k.exit}
+}
+
+// containers is the monitor's table of containers.
+type containers struct {
+	mu   sync.Mutex
+	byID map[string]*ctr
+	log  *slog.Logger
+}
+
+func (cs *containers) get(id string) (*ctr, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	k, ok := cs.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("container %s: %w", id, errUnknownContainer)
+	}
+	return k, nil
+}
+
+var errUnknownContainer = errors.New("unknown to this monitor")
+
+// create makes the container and starts its init, which then waits for start.
+func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, error) {
+	cs.mu.Lock()
+	_, dup := cs.byID[id]
+	cs.mu.Unlock()
+	if dup {
+		return nil, fmt.Errorf("container %s already exists", id)
+	}
+	spec, err := readSpec(req.Bundle)
+	if err != nil {
+		return nil, err
+	}
+	clampOOMScoreAdj(spec)
+	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{CgroupName: id, Spec: spec})
+	if err != nil {
+		return nil, fmt.Errorf("convert spec: %w", err)
+	}
+	c, err := libcontainer.Create(req.RuncRoot, id, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create container: %w", err)
+	}
+	k := &ctr{id: id, dir: req.Dir, c: c, exited: make(chan struct{})}
+	if err := k.start(spec.Process, req); err != nil {
+		c.Destroy()
+		return nil, err
+	}
+	cs.mu.Lock()
+	cs.byID[id] = k
+	cs.mu.Unlock()
+	go k.waitExit(cs.log)
+	return k.info(), nil
+}
+
+func readSpec(bundle string) (*specs.Spec, error) {
+	data, err := os.ReadFile(filepath.Join(bundle, "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, fmt.Errorf("parse spec: %w", err)
+	}
+	return &spec, nil
+}
+
+// clampOOMScoreAdj raises an oom_score_adj this process may not set (root
+// without CAP_SYS_RESOURCE cannot go below its own) to the lowest it may.
+func clampOOMScoreAdj(spec *specs.Spec) {
+	if spec.Process == nil || spec.Process.OOMScoreAdj == nil {
+		return
+	}
+	if own, err := proc.OwnOOMScoreAdj(); err == nil && *spec.Process.OOMScoreAdj < own {
+		v := own
+		spec.Process.OOMScoreAdj = &v
+	}
+}
+
+// start sets up the container's stdio and starts its init process.
+func (k *ctr) start(sp *specs.Process, req *CreateRequest) error {
+	p, err := newProcess(sp)
+	if err != nil {
+		return err
+	}
+	p.Init = true
+	if req.LogPath != "" {
+		if k.log, err = crilog.Open(req.LogPath); err != nil {
+			return err
+		}
+	}
+	var childEnds []*os.File
+	defer func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+	}()
+	var stdoutR, stderrR, console *os.File
+	if req.TTY {
+		parent, child, err := socketPair()
+		if err != nil {
+			return err
+		}
+		defer parent.Close()
+		p.ConsoleSocket, console = child, parent
+		childEnds = append(childEnds, child)
+	} else {
+		var w1, w2 *os.File
+		if stdoutR, w1, err = os.Pipe(); err != nil {
+			return err
+		}
+		if stderrR, w2, err = os.Pipe(); err != nil {
+			stdoutR.Close()
+			w1.Close()
+			return err
+		}
+		p.Stdout, p.Stderr = w1, w2
+		childEnds = append(childEnds, w1, w2)
+	}
+	if req.Stdin && !req.TTY {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		p.Stdin, k.stdin = r, w
+		childEnds = append(childEnds, r)
+	}
+	if err := k.c.Start(p); err != nil {
+		for _, f := range []*os.File{stdoutR, stderrR} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		if k.stdin != nil {
+			k.stdin.Close()
+		}
+		return fmt.Errorf("start container init: %w", err)
+	}
+	k.p = p
+	if console != nil {
+		master, err := recvFile(console)
+		if err != nil {
+			k.c.Signal(unix.SIGKILL)
+			p.Wait()
+			return fmt.Errorf("receive console: %w", err)
+		}
+		k.tty = master
+		if req.Stdin {
+			k.stdin = master
+		}
+		k.copy(crilog.Stdout, master)
+		return nil
+	}
+	k.copy(crilog.Stdout, stdoutR)
+	k.copy(crilog.Stderr, stderrR)
+	return nil
+}
+
+// copy drains r into the container log (or discards it without a log).
+func (k *ctr) copy(stream string, r *os.File) {
+	k.io.Add(1)
+	go func() {
+		defer k.io.Done()
+		defer r.Close()
+		if k.log == nil {
+			io.Copy(io.Discard, r)
+			return
+		}
+		k.log.Copy(stream, r, nil)
+	}()
+}
+
+// waitExit reaps the init, records the exit atomically, then publishes it.
+func (k *ctr) waitExit(log *slog.Logger) {
+	ps, err := k.p.Wait()
+	code := -1
+	if ps != nil {
+		code = exitCode(ps)
+	} else if err != nil {
+		log.Error("wait for container failed", "container", k.id, "err", err)
+	}
+	ex := &Exit{Code: code, FinishedAt: time.Now(), OOMKilled: k.oomKilled()}
+	drained := make(chan struct{})
+	go func() { k.io.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(ioDrainTimeout):
+		log.Warn("container output still open after exit; not waiting for it", "container", k.id)
+	}
+	if err := atomicfile.WriteJSON(ExitPath(k.dir), ex); err != nil {
+		log.Error("record container exit", "container", k.id, "err", err)
+	}
+	k.mu.Lock()
+	k.exit = ex
+	k.mu.Unlock()
+	close(k.exited)
+	log.Info("container exited", "container", k.id, "exit_code", code, "oom_killed", ex.OOMKilled)
+}
+
+func (k *ctr) oomKilled() bool {
+	st, err := k.c.State()
+	if err != nil {
+		return false
+	}
+	n, err := cgroupfs.OOMKillCount(st.CgroupPaths["memory"])
+	return err == nil && n > 0
+}
+
+// begin lets a created container's init exec the user's process.
+func (k *ctr) begin() (*ContainerInfo, error) {
+	if err := k.c.Exec(); err != nil {
+		return nil, fmt.Errorf("start container: %w", err)
+	}
+	k.mu.Lock()
+	k.startedAt = time.Now()
+	k.mu.Unlock()
+	return k.info(), nil
+}
+
+// kill sends sig, waits up to timeout for the exit, then SIGKILLs.
+func (k *ctr) kill(sig syscall.Signal, timeout time.Duration) (*ContainerInfo, error) {
+	select {
+	case <-k.exited:
+		return k.info(), nil
+	default:
+	}
+	if sig != 0 && sig != syscall.SIGKILL && timeout > 0 {
+		if err := k.c.Signal(sig); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+			return nil, fmt.Errorf("signal container: %w", err)
+		}
+		select {
+		case <-k.exited:
+			return k.info(), nil
+		case <-time.After(timeout):
+		}
+	}
+	if err := k.c.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+		return nil, fmt.Errorf("kill container: %w", err)
+	}
+	select {
+	case <-k.exited:
+		return k.info(), nil
+	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("container %s did not exit after SIGKILL", k.id)
+	}
+}
+
+// remove kills the container if needed and destroys it.
+func (cs *containers) remove(id string) error {
+	k, err := cs.get(id)
+	if err != nil {
+		return nil // already gone: idempotent
+	}
+	if _, err := k.kill(syscall.SIGKILL, 0); err != nil {
+		return err
+	}
+	if err := k.c.Destroy(); err != nil {
+		return fmt.Errorf("destroy container: %w", err)
+	}
+	if k.log != nil {
+		k.log.Close()
+	}
+	k.stdinMu.Lock()
+	if k.stdin != nil {
+		k.stdin.Close()
+	}
+	k.stdinMu.Unlock()
+	cs.mu.Lock()
+	delete(cs.byID, id)
+	cs.mu.Unlock()
+	return nil
+}
+
+// killAll kills every container (the pod is being stopped).
+func (cs *containers) killAll() error {
+	cs.mu.Lock()
+	all := make([]*ctr, 0, len(cs.byID))
+	for _, k := range cs.byID {
+		all = append(all, k)
+	}
+	cs.mu.Unlock()
+	var errs []error
+	for _, k := range all {
+		if _, err := k.kill(syscall.SIGKILL, 0); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// newProcess converts the spec's process into libcontainer's, as runc does.
+func newProcess(p *specs.Process) (*libcontainer.Process, error) {
+	if p == nil {
+		return nil, errors.New("spec has no process")
+	}
+	lp := &libcontainer.Process{
+		Args:            p.Args,
+		Env:             p.Env,
+		UID:             int(p.User.UID),
+		GID:             int(p.User.GID),
+		Cwd:             p.Cwd,
+		NoNewPrivileges: &p.NoNewPrivileges,
+		AppArmorProfile: p.ApparmorProfile,
+		Label:           p.SelinuxLabel,
+	}
+	if p.ConsoleSize != nil {
+		lp.ConsoleWidth, lp.ConsoleHeight = uint16(p.ConsoleSize.Width), uint16(p.ConsoleSize.Height)
+	}
+	if c := p.Capabilities; c != nil {
+		lp.Capabilities = &configs.Capabilities{
+			Bounding: c.Bounding, Effective: c.Effective, Inheritable: c.Inheritable,
+			Permitted: c.Permitted, Ambient: c.Ambient,
+		}
+	}
+	for _, g := range p.User.AdditionalGids {
+		lp.AdditionalGroups = append(lp.AdditionalGroups, int(g))
+	}
+	return lp, nil
+}
+
+func socketPair() (parent, child *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[1]), "console-parent"), os.NewFile(uintptr(fds[0]), "console-child"), nil
+}
+
+// recvFile receives one file descriptor sent with SCM_RIGHTS.
+func recvFile(sock *os.File) (*os.File, error) {
+	name := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), name, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("bad control message: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil, fmt.Errorf("bad unix rights: %v", err)
+	}
+	return os.NewFile(uintptr(fds[0]), string(name[:n])), nil
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# test/critest/run.sh — critest v1.37.0 against a private minicri instance (`make critest`).
+#
+# Gate: every spec in test/critest/must-pass must pass. Other failures are reported, not fatal.
+# Environment:
+#   CRITEST_FOCUS    regexp passed as -ginkgo.focus (must-pass specs outside it are "not run")
+#   CRITEST_SKIP     regexp passed as -ginkgo.skip
+#   CRITEST_ARGS     extra critest flags (word-split)
+#   CRITEST_TIMEOUT  whole-suite Ginkgo timeout (default 40m)
+#   CRITEST_OUT      output dir (default _output/critest): junit.xml, critest.log, minicri.log
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+export PATH=$PATH:/usr/local/go/bin
+
+OUT=${CRITEST_OUT:-$ROOT/_output/critest}
+CRITEST=${CRITEST:-$ROOT/_output/tools/critest}
+CRITEST_TIMEOUT=${CRITEST_TIMEOUT:-40m}
+MUST_PASS=$ROOT/test/critest/must-pass
+EXPECTED=$ROOT/test/critest/expected-failures
+
+[ "$(id -u)" = 0 ] || { echo "critest: needs root" >&2; exit 1; }
+[ -x "$CRITEST" ] || { echo "critest: $CRITEST missing: run make deps" >&2; exit 1; }
+mkdir -p "$OUT"
+rm -f "$OUT/junit.xml" "$OUT/critest.log" "$OUT/minicri.log"
+go build -o "$OUT/junit-summary" ./test/critest/junit
+
+# shellcheck source=hack/instance.sh disable=SC1091
+. "$ROOT/hack/instance.sh"
+export INSTANCE_ARTIFACTS=$OUT
+
+on_exit() {
+	local rc=$?
+	instance_stop || { echo "critest: FAIL: minicri did not stop cleanly or left something behind" >&2; rc=1; }
+	[ $rc -eq 0 ] || echo "critest: FAIL (exit $rc); logs in $OUT" >&2
+	exit $rc
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+instance_start critest mcri-ct0 10.199.0.0/16 ct
+
+args=(
+	--runtime-endpoint "$INSTANCE_ENDPOINT"
+	--image-endpoint "$INSTANCE_ENDPOINT"
+	--ginkgo.junit-report "$OUT/junit.xml"
+	--ginkgo.timeout "$CRITEST_TIMEOUT"
+)
+[ -t 1 ] || args+=(--ginkgo.no-color)
+[ -z "${CRITEST_FOCUS:-}" ] || args+=(--ginkgo.focus "$CRITEST_FOCUS")
+[ -z "${CRITEST_SKIP:-}" ] || args+=(--ginkgo.skip "$CRITEST_SKIP")
+# shellcheck disable=SC2206
+[ -z "${CRITEST_ARGS:-}" ] || args+=($CRITEST_ARGS)
+
+echo "critest: $CRITEST ${args[*]}"
+start=$(date +%s)
+set +e
+# The full output goes to critest.log; the terminal gets it without the indented
+# failure details (the summary below repeats the must-pass failures with their message).
+instance_run "$CRITEST" "${args[@]}" > >(tee "$OUT/critest.log" |
+	grep --line-buffered -v -e '^[[:space:]]' -e '^------------------------------$') 2>&1
+critest_rc=$?
+set -e
+echo "critest: finished in $(($(date +%s) - start))s (exit $critest_rc; non-zero whenever any spec fails)"
+
+[ -s "$OUT/junit.xml" ] || { echo "critest: FAIL: no JUnit report $OUT/junit.xml" >&2; exit 1; }
+summary=(-report "$OUT/junit.xml" -must-pass "$MUST_PASS")
+[ ! -f "$EXPECTED" ] || summary+=(-expected-failures "$EXPECTED")
+[ -z "${CRITEST_FOCUS:-}${CRITEST_SKIP:-}" ] || summary+=(-partial)
+"$OUT/junit-summary" "${summary[@]}"
