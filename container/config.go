@@ -152,4 +152,9 @@ type PodInfo struct {
 	ShmPath        string            `json:"shm_path,omitempty"` // empty: the host's /dev/shm
 	CgroupParent   string            `json:"cgroup_parent"`
 	Sysctls        map[string]string `json:"sysctls,omitempty"`
+
+	// Not used by the spec: where the pod's monitor and logs live.
+	MonitorDir   string `json:"monitor_dir"`
+	LogDirectory string `json:"log_directory,omitempty"`
+	Ready        bool   `json:"ready"`
 }

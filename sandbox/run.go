@@ -49,9 +49,9 @@ func (m *Manager) Run(ctx context.Context, cfg Config) (string, error) {
 
 // creation carries one RunPodSandbox through its steps.
 type creation struct {
-	m   *Manager
-	rec Record
-	sb  *Sandbox
+	m     *Manager
+	rec   Record
+	pause *proc.Handle
 }
 
 func (m *Manager) create(ctx context.Context, cfg Config) (string, error) {
@@ -165,29 +165,26 @@ func (c *creation) startMonitor(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pause %d: %w", st.Pause.PID, err)
 	}
-	c.sb = newSandbox(c.rec, c.m.recordPath(c.rec.ID))
-	c.sb.setPause(h)
+	c.pause = h
 	return nil
 }
 
 func (c *creation) stopMonitor(ctx context.Context) error {
-	if c.sb != nil {
-		c.sb.setPause(nil)
+	if c.pause != nil {
+		c.pause.Close()
+		c.pause = nil
 	}
 	return errors.Join(monitor.Shutdown(ctx, c.m.podStateDir(c.rec.ID), stopGrace), removeCgroup(c.rec.CgroupPath))
 }
 
 func (c *creation) publish(context.Context) error {
-	c.sb.rec = c.rec
-	if err := c.sb.update(func(s Status) Status {
-		s = c.rec.Status
-		s.State = StateReady
-		return s
-	}); err != nil {
+	sb := newSandbox(c.rec, c.m.recordPath(c.rec.ID))
+	if err := sb.update(func(s Status) Status { s.State = StateReady; return s }); err != nil {
 		return err
 	}
-	c.rec.Status = c.sb.Status()
-	c.m.store.add(c.sb)
+	sb.setPause(c.pause)
+	c.rec.Status = sb.Status()
+	c.m.store.add(sb)
 	return nil
 }
 

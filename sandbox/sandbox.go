@@ -3,29 +3,30 @@ package sandbox
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 
-	"github.com/minicri/minicri/internal/atomicfile"
 	"github.com/minicri/minicri/internal/proc"
+	"github.com/minicri/minicri/internal/published"
 )
 
 // Sandbox is one pod sandbox in memory.
 type Sandbox struct {
-	rec        Record // immutable after creation, except Status (see status)
-	recordPath string
+	rec    Record // immutable after creation; its Status is the initial one
+	status *published.Value[Status]
 
 	op      sync.Mutex // serialises Stop and Remove
 	removed bool       // set under op once Remove finished
-	status  atomic.Pointer[Status]
 
 	pauseMu sync.Mutex
 	pause   *proc.Handle // nil when the pause is gone or unknown
 }
 
 func newSandbox(rec Record, recordPath string) *Sandbox {
-	sb := &Sandbox{rec: rec, recordPath: recordPath}
-	st := rec.Status
-	sb.status.Store(&st)
+	sb := &Sandbox{rec: rec}
+	sb.status = published.New(rec.Status, recordPath, func(st Status) any {
+		r := sb.rec
+		r.Status = st
+		return r
+	})
 	return sb
 }
 
@@ -33,22 +34,18 @@ func newSandbox(rec Record, recordPath string) *Sandbox {
 func (sb *Sandbox) ID() string { return sb.rec.ID }
 
 // Status returns the published status.
-func (sb *Sandbox) Status() Status { return *sb.status.Load() }
+func (sb *Sandbox) Status() Status { return sb.status.Load() }
 
 // update builds the next status with fn, persists the record with it, and
 // only then publishes it. A transition the state machine forbids fails.
 func (sb *Sandbox) update(fn func(Status) Status) error {
-	cur := sb.Status()
-	next := fn(cur)
-	if err := checkTransition(cur.State, next.State); err != nil {
-		return err
+	_, err := sb.status.Update(func(cur Status) (Status, error) {
+		next := fn(cur)
+		return next, checkTransition(cur.State, next.State)
+	})
+	if err != nil {
+		return fmt.Errorf("update sandbox %s: %w", sb.rec.ID, err)
 	}
-	rec := sb.rec
-	rec.Status = next
-	if err := atomicfile.WriteJSON(sb.recordPath, rec); err != nil {
-		return fmt.Errorf("persist sandbox %s: %w", sb.rec.ID, err)
-	}
-	sb.status.Store(&next)
 	return nil
 }
 

@@ -1,0 +1,87 @@
+package container
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/minicri/minicri/internal/proc"
+)
+
+// State is a container's place in its lifecycle:
+//
+//	creating -> created -> running -> exited -> removing -> (record deleted)
+//	created -> exited (killed before it started)
+//	creating -> (rolled back)
+//
+// Records found in creating or removing at start-up belong to a crashed
+// operation and are cleaned up.
+type State string
+
+// The container states.
+const (
+	StateCreating State = "creating"
+	StateCreated  State = "created"
+	StateRunning  State = "running"
+	StateExited   State = "exited"
+	StateRemoving State = "removing"
+)
+
+var transitions = map[State][]State{
+	StateCreating: {StateCreated},
+	StateCreated:  {StateRunning, StateExited, StateRemoving},
+	StateRunning:  {StateExited},
+	StateExited:   {StateRemoving},
+}
+
+func (s State) canBecome(next State) bool {
+	if s == next {
+		return true
+	}
+	for _, t := range transitions[s] {
+		if t == next {
+			return true
+		}
+	}
+	return false
+}
+
+func checkTransition(from, to State) error {
+	if !from.canBecome(to) {
+		return fmt.Errorf("%w: container cannot go from %s to %s", ErrFailedPrecondition, from, to)
+	}
+	return nil
+}
+
+// Exit reasons, as the kubelet expects them.
+const (
+	ReasonCompleted = "Completed"
+	ReasonError     = "Error"
+	ReasonOOMKilled = "OOMKilled"
+	ReasonUnknown   = "Unknown"
+)
+
+// Status is the mutable part of a container. A published Status is never
+// changed: updates persist a new one, then swap it in.
+type Status struct {
+	State      State     `json:"state"`
+	Init       proc.Ref  `json:"init,omitzero"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	ExitCode   int32     `json:"exit_code"`
+	Reason     string    `json:"reason,omitempty"`
+	Message    string    `json:"message,omitempty"`
+}
+
+// Record is what is persisted for a container.
+type Record struct {
+	ID          string    `json:"id"`
+	PodID       string    `json:"pod_id"`
+	Config      Config    `json:"config"`
+	ImageID     string    `json:"image_id"`
+	ImageRef    string    `json:"image_ref"`  // repo digest, else the ID
+	ImageName   string    `json:"image_name"` // a repo tag of the image, else the request
+	CreatedAt   time.Time `json:"created_at"`
+	LogPath     string    `json:"log_path,omitempty"` // absolute
+	CgroupsPath string    `json:"cgroups_path"`
+	Status      Status    `json:"status"`
+}
