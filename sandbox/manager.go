@@ -127,7 +127,7 @@ func (m *Manager) PodFile(id, name string) string { return filepath.Join(m.podRo
 // Close releases instance-wide state when no pod is left: the shared mount
 // of the netns dir and the default cgroup parent. Pods that remain keep both.
 func (m *Manager) Close() error {
-	if len(m.store.all()) > 0 {
+	if m.store.len() > 0 {
 		return nil
 	}
 	if err := unmountAll(m.netnsDir()); err != nil {

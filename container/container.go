@@ -1,0 +1,48 @@
+package container
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/minicri/minicri/internal/published"
+)
+
+// Container is one container in memory.
+type Container struct {
+	rec    Record // immutable after creation; its Status is the initial one
+	status *published.Value[Status]
+
+	op      sync.Mutex // serialises Start, Stop and Remove
+	removed bool       // set under op once Remove finished
+}
+
+func newContainer(rec Record, recordPath string) *Container {
+	c := &Container{rec: rec}
+	c.status = published.New(rec.Status, recordPath, func(st Status) any {
+		r := c.rec
+		r.Status = st
+		return r
+	})
+	return c
+}
+
+// ID returns the container ID.
+func (c *Container) ID() string { return c.rec.ID }
+
+// update persists the next status, then publishes it; the state machine
+// must allow the transition.
+func (c *Container) update(fn func(Status) Status) (Status, error) {
+	st, err := c.status.Update(func(cur Status) (Status, error) {
+		next := fn(cur)
+		return next, checkTransition(cur.State, next.State)
+	})
+	if err != nil {
+		return st, fmt.Errorf("update container %s: %w", c.rec.ID, err)
+	}
+	return st, nil
+}
+
+// Info is a read-only view of a container.
+type Info struct {
+	Record
+}

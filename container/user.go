@@ -1,0 +1,297 @@
+package container
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	securejoin "github.com/cyphar/filepath-securejoin"
+	"github.com/moby/sys/user"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// This file resolves the container's user the way containerd's CRI plugin
+// does (pkg/oci WithUser/WithUserID/WithUsername/WithAdditionalGIDs and
+// internal/cri/opts WithAdditionalGIDs/WithSupplementalGroups).
+
+// maxUserFileBytes caps how much of the image's /etc/passwd or /etc/group is
+// read (containerd uses the same limit).
+const maxUserFileBytes = 10 << 20
+
+var (
+	errNoUsersFound  = errors.New("no users found")
+	errNoGroupsFound = errors.New("no groups found")
+)
+
+// generateUserString mirrors containerd's util.GenerateUserString: the
+// user name wins over the uid, and a group needs a user.
+func generateUserString(username string, uid, gid *int64) (string, error) {
+	var userstr, groupstr string
+	if uid != nil {
+		userstr = strconv.FormatInt(*uid, 10)
+	}
+	if username != "" {
+		userstr = username
+	}
+	if gid != nil {
+		groupstr = strconv.FormatInt(*gid, 10)
+	}
+	if userstr == "" {
+		if groupstr != "" {
+			return "", fmt.Errorf("%w: user group %q is specified without user", ErrInvalid, groupstr)
+		}
+		return "", nil
+	}
+	if groupstr != "" {
+		userstr += ":" + groupstr
+	}
+	return userstr, nil
+}
+
+// buildUser returns the process user: uid, gid and additional gids.
+func buildUser(rootfs string, sec *Security, imageUser string) (specs.User, error) {
+	var u specs.User
+
+	userstr, err := generateUserString(sec.RunAsUsername, sec.RunAsUser, sec.RunAsGroup)
+	if err != nil {
+		return u, err
+	}
+	if userstr == "" {
+		// No user override via CRI: use the image's.
+		userstr = imageUser
+	}
+	if userstr != "" {
+		if err := resolveUser(rootfs, userstr, &u); err != nil {
+			return u, err
+		}
+		u.AdditionalGids = []uint32{u.GID}
+	}
+
+	switch sec.SupplementalGroupsPolicy {
+	case GroupsMerge:
+		// The user whose /etc/group memberships are merged in.
+		addUser := "0"
+		switch {
+		case sec.RunAsUsername != "":
+			addUser = sec.RunAsUsername
+		case sec.RunAsUser != nil:
+			addUser = strconv.FormatInt(*sec.RunAsUser, 10)
+		case imageUser != "":
+			addUser, _, _ = strings.Cut(imageUser, ":")
+		}
+		gids, err := imageGroupsOf(rootfs, addUser)
+		if err != nil {
+			return u, err
+		}
+		if !slices.Contains(gids, u.GID) {
+			gids = append([]uint32{u.GID}, gids...)
+		}
+		u.AdditionalGids = mergeGids(gids, u.AdditionalGids)
+	case GroupsStrict:
+	default:
+		return u, fmt.Errorf("%w: unknown supplemental groups policy %d", ErrInvalid, sec.SupplementalGroupsPolicy)
+	}
+
+	var sup []uint32
+	for _, g := range sec.SupplementalGroups {
+		if g < 0 || g > math.MaxUint32 {
+			return u, fmt.Errorf("%w: supplemental group %d out of range", ErrInvalid, g)
+		}
+		sup = append(sup, uint32(g))
+	}
+	u.AdditionalGids = mergeGids(u.AdditionalGids, sup)
+	return u, nil
+}
+
+// resolveUser mirrors containerd's oci.WithUser for a Linux rootfs.
+func resolveUser(rootfs, userstr string, u *specs.User) error {
+	const maxID = math.MaxInt32 // runc's limit, which containerd follows
+	parseID := func(s, what string) (uint32, bool, error) {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			if errors.Is(err, strconv.ErrRange) {
+				return 0, false, fmt.Errorf("%w: invalid USER value %q: %s out of range", ErrInvalid, userstr, what)
+			}
+			return 0, false, nil // a name
+		}
+		if v < 0 || v > maxID {
+			return 0, false, fmt.Errorf("%w: invalid USER value %q: %s out of range", ErrInvalid, userstr, what)
+		}
+		return uint32(v), true, nil
+	}
+
+	parts := strings.Split(userstr, ":")
+	switch len(parts) {
+	case 1:
+		uid, numeric, err := parseID(parts[0], "uid")
+		if err != nil {
+			return err
+		}
+		if !numeric {
+			usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Name == parts[0] })
+			if err != nil {
+				return userErr(userstr, err)
+			}
+			u.UID, u.GID = uint32(usr.Uid), uint32(usr.Gid)
+			return nil
+		}
+		// A uid: take its primary group from /etc/passwd; gid 0 when the
+		// uid (or the file) does not exist.
+		usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Uid == int(uid) })
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoUsersFound) {
+				u.UID, u.GID = uid, 0
+				return nil
+			}
+			return err
+		}
+		u.UID, u.GID = uint32(usr.Uid), uint32(usr.Gid)
+		return nil
+	case 2:
+		uid, uidNumeric, err := parseID(parts[0], "uid")
+		if err != nil {
+			return err
+		}
+		gid, gidNumeric, err := parseID(parts[1], "gid")
+		if err != nil {
+			return err
+		}
+		username, groupname := "", ""
+		if !uidNumeric {
+			username = parts[0]
+		}
+		if !gidNumeric {
+			groupname = parts[1]
+		}
+		if username != "" {
+			usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Name == username })
+			if err != nil {
+				return userErr(userstr, err)
+			}
+			uid = uint32(usr.Uid)
+		}
+		if groupname != "" {
+			grp, err := lookupGroup(rootfs, func(g user.Group) bool { return g.Name == groupname })
+			if err != nil {
+				return userErr(userstr, err)
+			}
+			gid = uint32(grp.Gid)
+		}
+		u.UID, u.GID = uid, gid
+		return nil
+	default:
+		return fmt.Errorf("%w: invalid USER value %q", ErrInvalid, userstr)
+	}
+}
+
+// userErr turns a failed name lookup into a bad-request error.
+func userErr(userstr string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoUsersFound) || errors.Is(err, errNoGroupsFound) {
+		return fmt.Errorf("%w: cannot resolve user %q in the image: %w", ErrInvalid, userstr, err)
+	}
+	return fmt.Errorf("resolve user %q: %w", userstr, err)
+}
+
+// imageGroupsOf mirrors containerd's oci.WithAdditionalGIDs: the gids of the
+// image's /etc/group entries that list the user (by name) as a member,
+// except a group named like the user. userstr is a uid or a user name.
+func imageGroupsOf(rootfs, userstr string) ([]uint32, error) {
+	username := userstr
+	if uid, err := strconv.Atoi(userstr); err == nil {
+		usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Uid == uid })
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoUsersFound) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		username = usr.Name
+	}
+	groups, err := parseRootfsFile(rootfs, "/etc/group", func(r io.Reader) ([]user.Group, error) {
+		return user.ParseGroupFilter(r, func(g user.Group) bool {
+			return g.Name != username && slices.Contains(g.List, username)
+		})
+	})
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	gids := make([]uint32, 0, len(groups))
+	for _, g := range groups {
+		gids = append(gids, uint32(g.Gid))
+	}
+	return gids, nil
+}
+
+func lookupUser(rootfs string, filter func(user.User) bool) (user.User, error) {
+	users, err := parseRootfsFile(rootfs, "/etc/passwd", func(r io.Reader) ([]user.User, error) {
+		return user.ParsePasswdFilter(r, filter)
+	})
+	if err != nil {
+		return user.User{}, err
+	}
+	if len(users) == 0 {
+		return user.User{}, errNoUsersFound
+	}
+	return users[0], nil
+}
+
+func lookupGroup(rootfs string, filter func(user.Group) bool) (user.Group, error) {
+	groups, err := parseRootfsFile(rootfs, "/etc/group", func(r io.Reader) ([]user.Group, error) {
+		return user.ParseGroupFilter(r, filter)
+	})
+	if err != nil {
+		return user.Group{}, err
+	}
+	if len(groups) == 0 {
+		return user.Group{}, errNoGroupsFound
+	}
+	return groups[0], nil
+}
+
+// parseRootfsFile opens name inside rootfs (symlinks resolved within the
+// rootfs), checks it is a regular file and parses at most maxUserFileBytes
+// of it.
+func parseRootfsFile[T any](rootfs, name string, parse func(io.Reader) ([]T, error)) ([]T, error) {
+	p, err := securejoin.SecureJoin(rootfs, name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s in the image is not a regular file", name)
+	}
+	if st.Size() > maxUserFileBytes {
+		return nil, fmt.Errorf("%s in the image exceeds %d bytes", name, maxUserFileBytes)
+	}
+	return parse(io.LimitReader(f, maxUserFileBytes))
+}
+
+// mergeGids returns the sorted union of two gid lists.
+func mergeGids(a, b []uint32) []uint32 {
+	out := make([]uint32, 0, len(a)+len(b))
+	out = append(out, a...)
+	out = append(out, b...)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
