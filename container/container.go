@@ -46,3 +46,6 @@ func (c *Container) update(fn func(Status) Status) (Status, error) {
 type Info struct {
 	Record
 }
+
+// Status returns the published status.
+func (c *Container) Status() Status { return c.status.Load() }

@@ -74,14 +74,16 @@ type Status struct {
 
 // Record is what is persisted for a container.
 type Record struct {
-	ID          string    `json:"id"`
-	PodID       string    `json:"pod_id"`
-	Config      Config    `json:"config"`
-	ImageID     string    `json:"image_id"`
-	ImageRef    string    `json:"image_ref"`  // repo digest, else the ID
-	ImageName   string    `json:"image_name"` // a repo tag of the image, else the request
-	CreatedAt   time.Time `json:"created_at"`
-	LogPath     string    `json:"log_path,omitempty"` // absolute
-	CgroupsPath string    `json:"cgroups_path"`
-	Status      Status    `json:"status"`
+	ID        string `json:"id"`
+	PodID     string `json:"pod_id"`
+	Config    Config `json:"config"`
+	ImageID   string `json:"image_id"`
+	ImageRef  string `json:"image_ref"`  // repo digest, else the ID
+	ImageName string `json:"image_name"` // a repo tag of the image, else the request
+	// ImageStopSignal is the image config's StopSignal.
+	ImageStopSignal string    `json:"image_stop_signal,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	LogPath         string    `json:"log_path,omitempty"` // absolute
+	CgroupsPath     string    `json:"cgroups_path"`
+	Status          Status    `json:"status"`
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/minicri/minicri/config"
+	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/network"
 	"github.com/minicri/minicri/sandbox"
@@ -62,18 +63,30 @@ func Run(cfg config.Config) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	sandboxes, err := sandbox.New(ctx, sandbox.Options{
-		Root: cfg.Root, State: cfg.State, Exe: exe, PausePath: pause,
-		CgroupParent: cfg.CgroupParent, Network: net, Log: log,
-	})
-	if err != nil {
-		return err
-	}
 	images, err := newImageStore(cfg, log)
 	if err != nil {
 		return err
 	}
-	srv := server.New(sandboxes, images, net, log)
+	hooks := &podContainers{}
+	sandboxes, err := sandbox.New(ctx, sandbox.Options{
+		Root: cfg.Root, State: cfg.State, Exe: exe, PausePath: pause,
+		CgroupParent: cfg.CgroupParent, Network: net, Containers: hooks, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	caps, err := container.HostCapabilities()
+	if err != nil {
+		return fmt.Errorf("read own capabilities: %w", err)
+	}
+	containers, err := container.New(ctx, container.Options{
+		Root: cfg.Root, State: cfg.State, Images: images, Pods: pods{sandboxes}, HostCaps: caps, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	hooks.m = containers
+	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net, Log: log})
 	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
 	srv.Register(g)
 

@@ -19,6 +19,9 @@
 #                      effective-config.toml at stop
 #   INSTANCE_KEEP=1    keep the temp dir
 #   INSTANCE_START_TIMEOUT  seconds to wait for the socket (default 30)
+#   INSTANCE_REGISTRY  "" (none), "test" (critest's images) or "bench" (also the ~100 MB
+#                      image): serve the offline images of test/registry on a free
+#                      loopback port and point minicri's registry mirrors at it
 # Outputs (set by instance_start):
 #   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
 
@@ -32,7 +35,9 @@ INSTANCE_CHILD=
 # netns pin dir is bind-mounted onto itself and made shared, as iproute2 does for
 # /run/netns (network/sharedmount.go). Not a leak; instance_stop unmounts it. Any mount
 # below it (a pod's netns pin) is a leak. Empty this list to make the check strict.
-INSTANCE_KEPT_MOUNTS=(state/netns)
+# minicri unmounts it itself on a clean shutdown with no pods left, so nothing is kept.
+INSTANCE_KEPT_MOUNTS=()
+INSTANCE_REGISTRY_PID=
 
 instance__log() { echo "instance: $*" >&2; }
 
@@ -80,6 +85,7 @@ instance_start() {
 	# Empty crictl/critest client config: endpoints come from flags; also silences the
 	# "/etc/crictl.yaml does not exist" warning.
 	: >"$INSTANCE_TMP/crictl.yaml"
+	[ -z "${INSTANCE_REGISTRY:-}" ] || instance__registry_start || return 1
 	cat >"$INSTANCE_TMP/config.toml" <<-EOF
 		# private minicri instance "$name" (hack/instance.sh)
 		cgroup_parent = "$INSTANCE_CGROUP"
@@ -91,6 +97,9 @@ instance_start() {
 		default_name = "minicri-$name"
 		default_bridge = "$bridge"
 		default_subnet = "$subnet"
+
+		[registry]
+		config_path = "$INSTANCE_TMP/certs.d"
 	EOF
 
 	local flags=(--config "$INSTANCE_TMP/config.toml" --listen "$INSTANCE_ENDPOINT"
@@ -117,6 +126,27 @@ instance_start() {
 		sleep 0.1
 	done
 	instance__log "minicri did not serve $INSTANCE_ENDPOINT within ${timeout}s"
+	return 1
+}
+
+# instance__registry_start: the offline test registry (test/registry) on a free port,
+# with hosts.toml mirrors for the registries critest names written to $INSTANCE_TMP/certs.d.
+instance__registry_start() {
+	local bin=$INSTANCE_REPO/_output/bin/registry log=$INSTANCE_TMP/registry.log i
+	(cd "$INSTANCE_REPO" && go build -o "$bin" ./test/registry) || return 1
+	"$bin" -addr 127.0.0.1:0 -hosts-dir "$INSTANCE_TMP/certs.d" \
+		-bench="$([ "$INSTANCE_REGISTRY" = bench ] && echo true || echo false)" </dev/null >"$log" 2>&1 &
+	INSTANCE_REGISTRY_PID=$!
+	for ((i = 0; i < 3000; i++)); do
+		if grep -q '^.* serving .* references on ' "$log"; then
+			instance__log "test registry (pid $INSTANCE_REGISTRY_PID): $(grep -o 'serving .*' "$log")"
+			return 0
+		fi
+		instance__alive "$INSTANCE_REGISTRY_PID" || break
+		sleep 0.1
+	done
+	instance__log "test registry did not start:"
+	tail -20 "$log" >&2
 	return 1
 }
 
@@ -236,6 +266,11 @@ instance_stop() {
 	fi
 	INSTANCE_PID=
 
+	if [ -n "$INSTANCE_REGISTRY_PID" ]; then
+		kill -TERM "$INSTANCE_REGISTRY_PID" 2>/dev/null || true
+		wait "$INSTANCE_REGISTRY_PID" 2>/dev/null || true
+		INSTANCE_REGISTRY_PID=
+	fi
 	if ! instance__leaks; then
 		rc=1
 		instance__force_cleanup

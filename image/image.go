@@ -409,20 +409,25 @@ func (s *Store) List(filter string) ([]Image, error) {
 // layers and blobs that no other image and no lease uses. Removing an image
 // that is not there is not an error.
 func (s *Store) Remove(ref string) error {
+	trash, err := s.remove(ref)
+	return errors.Join(err, purge(trash))
+}
+
+func (s *Store) remove(ref string) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.lookup(ref)
 	if errors.Is(err, ErrNotFound) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.Remove(s.recordPath(r.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return nil, err
 	}
 	if err := syncDir(s.imgDir); err != nil {
-		return err
+		return nil, err
 	}
 	delete(s.images, r.ID)
 	return s.gcLocked()
@@ -446,14 +451,19 @@ func (s *Store) Acquire(ref string) (Image, error) {
 // Release drops one Acquire of image id and removes the layers that nothing
 // uses any more.
 func (s *Store) Release(id string) error {
+	trash, err := s.release(id)
+	return errors.Join(err, purge(trash))
+}
+
+func (s *Store) release(id string) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leases[id] == 0 {
-		return nil
+		return nil, nil
 	}
 	s.leases[id]--
 	if s.leases[id] > 0 {
-		return nil
+		return nil, nil
 	}
 	delete(s.leases, id)
 	delete(s.leased, id)
@@ -463,11 +473,27 @@ func (s *Store) Release(id string) error {
 // GC removes the layers and blobs that no image, lease or pull under way uses.
 func (s *Store) GC() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gcLocked()
+	trash, err := s.gcLocked()
+	s.mu.Unlock()
+	return errors.Join(err, purge(trash))
 }
 
-func (s *Store) gcLocked() error {
+// purge deletes layer directories that gcLocked moved aside, without the
+// store's lock.
+func purge(trash []string) error {
+	var errs []error
+	for _, d := range trash {
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// gcLocked removes unused blobs and moves unused layer directories aside
+// (to .tmp-rm-*, which New also removes); the caller purges those after
+// unlocking. s.mu held.
+func (s *Store) gcLocked() (trash []string, _ error) {
 	used := map[string]bool{}
 	mark := func(r *record) {
 		used[r.ID] = true
@@ -492,7 +518,7 @@ func (s *Store) gcLocked() error {
 	var errs []error
 	ents, err := os.ReadDir(s.layDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), ".") || used["layer:sha256:"+e.Name()] {
@@ -500,18 +526,16 @@ func (s *Store) gcLocked() error {
 		}
 		// Rename first so that a crash mid-removal leaves a temp dir that
 		// New removes, never a half-empty layer.
-		dead := filepath.Join(s.layDir, ".tmp-rm-"+e.Name())
+		dead := filepath.Join(s.layDir, fmt.Sprintf(".tmp-rm-%s-%d", e.Name(), time.Now().UnixNano()))
 		if err := os.Rename(filepath.Join(s.layDir, e.Name()), dead); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := os.RemoveAll(dead); err != nil {
-			errs = append(errs, err)
-		}
+		trash = append(trash, dead)
 	}
 	ents, err = os.ReadDir(s.blobDir)
 	if err != nil {
-		return err
+		return trash, err
 	}
 	for _, e := range ents {
 		if used["sha256:"+e.Name()] {
@@ -521,7 +545,7 @@ func (s *Store) gcLocked() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return trash, errors.Join(errs...)
 }
 
 // commit records a pulled image: it takes the tag from any image that had
@@ -585,23 +609,6 @@ func (s *Store) hold(keys ...string) func() {
 		}
 		s.mu.Unlock()
 	}
-}
-
-// complete reports whether the record with this ID exists with all its
-// blobs and layers on disk.
-func (s *Store) complete(id string) bool {
-	s.mu.Lock()
-	r, ok := s.images[id]
-	s.mu.Unlock()
-	if !ok {
-		return false
-	}
-	for _, l := range r.Layers {
-		if !exists(s.layerPath(l.DiffID)) || !exists(s.blobPath(l.Digest)) {
-			return false
-		}
-	}
-	return exists(s.blobPath(r.ID))
 }
 
 func exists(p string) bool {

@@ -827,3 +827,26 @@ func TestTLSHostWithCA(t *testing.T) {
 		}
 	}
 }
+
+func TestTokenAuth(t *testing.T) {
+	srv := startRegistry(t, fixture.Options{TokenAuth: true, Username: "bob", Password: "pw", IdentityToken: "refresh-me"})
+	ti := makeImage(t, "bearer", "bearer")
+	push(t, srv, "private/app:1", ti.img)
+	ref := srv.Host + "/private/app:1"
+	for name, tc := range map[string]struct {
+		auth *AuthConfig
+		ok   bool
+	}{
+		"anonymous":      {nil, false},
+		"password":       {&AuthConfig{Username: "bob", Password: "pw"}, true},
+		"wrong password": {&AuthConfig{Username: "bob", Password: "nope"}, false},
+		"identity token": {&AuthConfig{Username: "<token>", IdentityToken: "refresh-me"}, true},
+		"bad identity":   {&AuthConfig{Username: "<token>", IdentityToken: "stale"}, false},
+	} {
+		s := newStore(t, "", "")
+		_, err := s.Pull(ctxT(t), ref, tc.auth)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

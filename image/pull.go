@@ -27,6 +27,9 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// placeholderHost is the registry host go-containerregistry sees.
+const placeholderHost = "registry.minicri.invalid"
+
 // maxManifestSize bounds manifests and configs held in memory.
 const maxManifestSize = 8 << 20
 
@@ -45,7 +48,11 @@ func (s *Store) Pull(ctx context.Context, ref string, auth *AuthConfig) (Image, 
 	if err != nil {
 		return Image{}, fmt.Errorf("registry hosts for %s: %w", pr.Registry, err)
 	}
-	repo, err := pr.ggcrRepo()
+	// go-containerregistry addresses a placeholder host that each
+	// endpoint's transport rewrites to the endpoint's URL. (Using the real
+	// host would make it guess the scheme, and ping both https and http for
+	// loopback registries.)
+	repo, err := name.NewRepository(placeholderHost+"/"+pr.Repo, name.WeakValidation)
 	if err != nil {
 		return Image{}, fmt.Errorf("%w: %q: %v", ErrInvalidReference, ref, err)
 	}
@@ -398,9 +405,9 @@ func pickManifest(idx *v1.IndexManifest, want v1.Platform) (v1.Descriptor, bool)
 }
 
 func (p *puller) pull(ctx context.Context) (Image, error) {
-	top, err := p.ref.ggcr()
-	if err != nil {
-		return Image{}, fmt.Errorf("%w: %v", ErrInvalidReference, err)
+	var top name.Reference = p.repo.Tag(p.ref.Tag)
+	if p.ref.Digest != "" {
+		top = p.repo.Digest(p.ref.Digest)
 	}
 	mb, err := p.getManifest(ctx, top, p.ref.Digest != "")
 	if err != nil {

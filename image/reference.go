@@ -31,19 +31,6 @@ func (r reference) String() string {
 	return r.Name() + ":" + r.Tag
 }
 
-// ggcr returns the go-containerregistry reference for r.
-func (r reference) ggcr() (name.Reference, error) {
-	if r.Digest != "" {
-		return name.NewDigest(r.Name()+"@"+r.Digest, name.WeakValidation)
-	}
-	return name.NewTag(r.Name()+":"+r.Tag, name.WeakValidation)
-}
-
-// ggcrRepo returns the go-containerregistry repository of r.
-func (r reference) ggcrRepo() (name.Repository, error) {
-	return name.NewRepository(r.Name(), name.WeakValidation)
-}
-
 // NormalizeReference returns the canonical form of an image reference:
 // "busybox" is "docker.io/library/busybox:latest", "user/app@sha256:..." is
 // "docker.io/user/app@sha256:...". A reference with both a tag and a digest

@@ -2,7 +2,10 @@ package image
 
 import (
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,8 +23,22 @@ type rewriteTransport struct {
 	progress     *pullProgress
 }
 
+// realmPrefix marks a token-server URL that rewriteTransport encoded into
+// the placeholder host (see rewriteRealm).
+const realmPrefix = "/.minicri-realm/"
+
 func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Host == t.registryHost && (req.URL.Path == "/v2" || strings.HasPrefix(req.URL.Path, "/v2/")) {
+	if req.URL.Host == t.registryHost && strings.HasPrefix(req.URL.Path, realmPrefix) {
+		// A token request to a realm that rewriteRealm encoded.
+		scheme, rest, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, realmPrefix), "/")
+		host, p, _ := strings.Cut(rest, "/")
+		r := req.Clone(req.Context())
+		u := *req.URL
+		u.Scheme, u.Host, u.Path, u.RawPath = scheme, host, "/"+p, ""
+		r.URL = &u
+		r.Host = ""
+		req = r
+	} else if req.URL.Host == t.registryHost && (req.URL.Path == "/v2" || strings.HasPrefix(req.URL.Path, "/v2/")) {
 		r := req.Clone(req.Context())
 		u := *req.URL
 		u.Scheme = t.ep.URL.Scheme
@@ -41,6 +58,15 @@ func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		if vals := resp.Header.Values("WWW-Authenticate"); len(vals) > 0 {
+			out := make([]string, len(vals))
+			for i, v := range vals {
+				out[i] = t.rewriteRealm(v)
+			}
+			resp.Header["Www-Authenticate"] = out
+		}
 	}
 	if t.progress != nil {
 		t.progress.touch(0)
@@ -126,4 +152,28 @@ type countingWriter struct{ set *progressSet }
 func (w countingWriter) Write(b []byte) (int, error) {
 	w.set.touch(int64(len(b)))
 	return len(b), nil
+}
+
+var realmRE = regexp.MustCompile(`(?i)(realm=")([^"]*)(")`)
+
+// rewriteRealm points a bearer challenge's token-server URL at the
+// placeholder host, so that go-containerregistry accepts it (it refuses
+// realms on private addresses and plain HTTP for hosts it believes are
+// secure, but a registry or mirror on a private network, or on localhost,
+// legitimately has its token server there too); RoundTrip sends the token
+// request to the real URL. Link-local realms (cloud metadata services) are
+// left alone, and refused.
+func (t *rewriteTransport) rewriteRealm(challenge string) string {
+	return realmRE.ReplaceAllStringFunc(challenge, func(m string) string {
+		sub := realmRE.FindStringSubmatch(m)
+		u, err := url.Parse(sub[2])
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return m
+		}
+		if ip := net.ParseIP(strings.Trim(u.Hostname(), "[]")); ip != nil && (ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast()) {
+			return m
+		}
+		nu := url.URL{Scheme: "https", Host: t.registryHost, Path: realmPrefix + u.Scheme + "/" + u.Host + u.EscapedPath(), RawQuery: u.RawQuery}
+		return sub[1] + nu.String() + sub[3]
+	})
 }

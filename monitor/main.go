@@ -69,6 +69,7 @@ func reportf(readyPipe *os.File, st State, format string, a ...any) {
 type monitor struct {
 	spec Spec
 	log  *slog.Logger
+	ctrs *containers
 
 	mu       sync.Mutex
 	pause    PauseInfo
@@ -85,7 +86,8 @@ func serve(dir string, readyPipe *os.File) int {
 		return 1
 	}
 	log = log.With("pod", spec.PodID)
-	m := &monitor{spec: spec, log: log, exit: make(chan struct{}), stop: make(chan struct{})}
+	m := &monitor{spec: spec, log: log, exit: make(chan struct{}), stop: make(chan struct{}),
+		ctrs: &containers{byID: map[string]*ctr{}, log: log}}
 	st, err := m.start()
 	if err != nil {
 		reportf(readyPipe, st, "%v", err)
@@ -215,13 +217,46 @@ func (m *monitor) dispatch(req Request) Response {
 	case OpStatus:
 		return Response{Pause: m.pauseInfo()}
 	case OpStop:
-		if err := m.killPause(10 * time.Second); err != nil {
-			return Response{Error: err.Error(), Pause: m.pauseInfo()}
+		err := errors.Join(m.ctrs.killAll(), m.killPause(10*time.Second))
+		return Response{Error: errString(err), Pause: m.pauseInfo()}
+	case OpCreate:
+		if req.Create == nil {
+			return Response{Error: "create: no container described"}
 		}
-		return Response{Pause: m.pauseInfo()}
-	default:
-		return Response{Error: fmt.Sprintf("unknown op %q", req.Op)}
+		info, err := m.ctrs.create(req.ID, req.Create)
+		return Response{Error: errString(err), Container: info}
+	case OpDelete:
+		return Response{Error: errString(m.ctrs.remove(req.ID))}
 	}
+	k, err := m.ctrs.get(req.ID)
+	if err != nil {
+		return Response{Error: err.Error()}
+	}
+	var info *ContainerInfo
+	switch req.Op {
+	case OpStart:
+		info, err = k.begin()
+	case OpKill:
+		info, err = k.kill(syscall.Signal(req.Signal), req.Timeout)
+	case OpReopenLog:
+		if k.log == nil {
+			err = fmt.Errorf("container %s has no log", req.ID)
+		} else {
+			err = k.log.Reopen()
+		}
+	case OpInspect:
+		info = k.info()
+	default:
+		err = fmt.Errorf("unknown op %q", req.Op)
+	}
+	return Response{Error: errString(err), Container: info}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func (m *monitor) pauseInfo() PauseInfo {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/minicri/minicri/internal/mounts"
 	"github.com/minicri/minicri/network"
 )
 
@@ -21,6 +22,12 @@ type Network interface {
 	NetNSNeededForTeardown(podID string) bool
 }
 
+// Containers is what a sandbox asks of its containers when it stops or goes.
+type Containers interface {
+	StopPod(ctx context.Context, podID string) error
+	RemovePod(ctx context.Context, podID string) error
+}
+
 // Options configure a Manager.
 type Options struct {
 	Root         string // persistent: records and pod files
@@ -29,6 +36,7 @@ type Options struct {
 	PausePath    string
 	CgroupParent string // for pods that name none
 	Network      Network
+	Containers   Containers
 	Log          *slog.Logger
 }
 
@@ -121,6 +129,9 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
+// MonitorDir is the directory of the pod's monitor (its socket and state).
+func (m *Manager) MonitorDir(id string) string { return m.podStateDir(id) }
+
 // PodFile returns the path of one of the pod's files (HostnameFile...).
 func (m *Manager) PodFile(id, name string) string { return filepath.Join(m.podRootDir(id), name) }
 
@@ -130,7 +141,7 @@ func (m *Manager) Close() error {
 	if m.store.len() > 0 {
 		return nil
 	}
-	if err := unmountAll(m.netnsDir()); err != nil {
+	if err := mounts.UnmountAll(m.netnsDir()); err != nil {
 		return err
 	}
 	removeEmptyCgroup(m.opts.CgroupParent)

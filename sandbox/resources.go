@@ -9,6 +9,8 @@ import (
 	"github.com/opencontainers/cgroups"
 	cgmanager "github.com/opencontainers/cgroups/manager"
 	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/internal/mounts"
 )
 
 // shmSize is the size of a pod's private /dev/shm, as in containerd.
@@ -31,26 +33,13 @@ func unmountShm(path string) error {
 	if path == "" {
 		return nil
 	}
-	if err := unmountAll(path); err != nil {
+	if err := mounts.UnmountAll(path); err != nil {
 		return err
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove shm dir: %w", err)
 	}
 	return nil
-}
-
-// unmountAll detaches every mount stacked on path.
-func unmountAll(path string) error {
-	for {
-		err := unix.Unmount(path, unix.MNT_DETACH)
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("unmount %s: %w", path, err)
-		}
-	}
 }
 
 // removeCgroup removes the pause's cgroup in every hierarchy; a missing one

@@ -34,6 +34,9 @@ func (m *Manager) stopLocked(ctx context.Context, sb *Sandbox) error {
 	if st := sb.Status().State; sb.removed || st == StateNotReady || st == StateRemoving {
 		return nil
 	}
+	if err := m.opts.Containers.StopPod(ctx, sb.ID()); err != nil {
+		return fmt.Errorf("stop containers of sandbox %s: %w", sb.ID(), err)
+	}
 	if err := m.releaseResources(ctx, sb.rec); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sb.ID(), err)
 	}
@@ -104,6 +107,9 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 		if err := m.stopLocked(ctx, sb); err != nil {
 			return err
 		}
+	}
+	if err := m.opts.Containers.RemovePod(ctx, sb.ID()); err != nil {
+		return fmt.Errorf("remove containers of sandbox %s: %w", sb.ID(), err)
 	}
 	if err := sb.update(func(s Status) Status { s.State = StateRemoving; return s }); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/sandbox"
 )
@@ -20,6 +21,10 @@ var codeOf = []struct {
 	{sandbox.ErrNotFound, codes.NotFound},
 	{sandbox.ErrAlreadyExists, codes.AlreadyExists},
 	{sandbox.ErrFailedPrecondition, codes.FailedPrecondition},
+	{container.ErrInvalid, codes.InvalidArgument},
+	{container.ErrNotFound, codes.NotFound},
+	{container.ErrAlreadyExists, codes.AlreadyExists},
+	{container.ErrFailedPrecondition, codes.FailedPrecondition},
 	{image.ErrNotFound, codes.NotFound},
 	{image.ErrInvalidReference, codes.InvalidArgument},
 	{image.ErrNoProgress, codes.DeadlineExceeded},

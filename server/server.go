@@ -44,15 +44,25 @@ type Server struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	runtimeapi.UnimplementedImageServiceServer
 
-	sandboxes Sandboxes
-	images    Images
-	network   Network
-	log       *slog.Logger
+	sandboxes  Sandboxes
+	containers Containers
+	images     Images
+	network    Network
+	log        *slog.Logger
+}
+
+// Deps are the domain services the server translates to.
+type Deps struct {
+	Sandboxes  Sandboxes
+	Containers Containers
+	Images     Images
+	Network    Network
+	Log        *slog.Logger
 }
 
 // New creates the server.
-func New(sandboxes Sandboxes, images Images, network Network, log *slog.Logger) *Server {
-	return &Server{sandboxes: sandboxes, images: images, network: network, log: log}
+func New(d Deps) *Server {
+	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, network: d.Network, log: d.Log}
 }
 
 // Register adds the CRI services to g.

@@ -40,7 +40,8 @@ trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-instance_start critest mcri-ct0 10.199.0.0/16 ct
+# critest pulls its images by their public names; the offline registry serves them.
+INSTANCE_REGISTRY=test instance_start critest mcri-ct0 10.199.0.0/16 ct
 
 args=(
 	--runtime-endpoint "$INSTANCE_ENDPOINT"

@@ -1,0 +1,239 @@
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/proc"
+	"github.com/minicri/minicri/internal/steps"
+	"github.com/minicri/minicri/monitor"
+)
+
+// createTimeout bounds one container creation.
+const createTimeout = 2 * time.Minute
+
+// Create makes a container in a ready pod; its process waits for Start.
+func (m *Manager) Create(ctx context.Context, podID string, cfg Config) (string, error) {
+	if cfg.Name == "" {
+		return "", fmt.Errorf("%w: container metadata.name is required", ErrInvalid)
+	}
+	if cfg.Image == "" {
+		return "", fmt.Errorf("%w: container image is required", ErrInvalid)
+	}
+	pod, err := m.opts.Pods.Pod(podID)
+	if err != nil {
+		return "", err
+	}
+	if !pod.Ready {
+		return "", fmt.Errorf("%w: pod sandbox %s is not ready", ErrFailedPrecondition, pod.ID)
+	}
+	id := newID()
+	key := nameKey(pod.ID, cfg)
+	if err := m.names.reserve(key, id); err != nil {
+		return "", err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	if err := m.create(cctx, id, pod, cfg); err != nil {
+		m.names.release(key, id)
+		return "", err
+	}
+	return id, nil
+}
+
+// creation carries one CreateContainer through its steps.
+type creation struct {
+	m    *Manager
+	pod  PodInfo
+	rec  Record
+	img  image.Image
+	spec *specs.Spec
+}
+
+func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config) error {
+	c := &creation{m: m, pod: pod, rec: Record{
+		ID:          id,
+		PodID:       pod.ID,
+		Config:      cfg,
+		CreatedAt:   time.Now(),
+		CgroupsPath: filepath.Join(pod.CgroupParent, id),
+		Status:      Status{State: StateCreating},
+	}}
+	if pod.LogDirectory != "" && cfg.LogPath != "" {
+		c.rec.LogPath = filepath.Join(pod.LogDirectory, cfg.LogPath)
+	}
+	log := m.log.With("pod", pod.ID, "container", id, "name", cfg.Name)
+	timings, err := steps.Run(ctx, log, []steps.Step{
+		{Name: "acquire image", Do: c.acquireImage, Undo: c.releaseImage},
+		{Name: "record intent", Do: c.recordIntent, Undo: c.removeDirs},
+		{Name: "mount rootfs", Do: c.mountRootfs, Undo: c.unmountRootfs},
+		{Name: "build spec", Do: c.buildSpec},
+		{Name: "create in monitor", Do: c.createInMonitor, Undo: c.destroy},
+		{Name: "publish created", Do: c.publish},
+	})
+	attrs := []any{"err", err}
+	for _, t := range timings {
+		attrs = append(attrs, t.Name, t.Duration.Round(10*time.Microsecond).String())
+	}
+	if err != nil {
+		log.Error("CreateContainer failed", attrs...)
+		return err
+	}
+	log.Info("container created", attrs[2:]...)
+	return nil
+}
+
+func (c *creation) acquireImage(context.Context) error {
+	img, err := c.m.opts.Images.Acquire(c.rec.Config.Image)
+	if err != nil {
+		return err
+	}
+	c.img = img
+	c.rec.ImageID = img.ID
+	c.rec.ImageRef = img.ID
+	if len(img.RepoDigests) > 0 {
+		c.rec.ImageRef = img.RepoDigests[0]
+	}
+	c.rec.ImageName = c.rec.Config.Image
+	c.rec.ImageStopSignal = imageConfig(img).StopSignal
+	if len(img.RepoTags) > 0 {
+		c.rec.ImageName = img.RepoTags[0]
+	}
+	return nil
+}
+
+func (c *creation) releaseImage(context.Context) error {
+	return c.m.opts.Images.Release(c.img.ID)
+}
+
+func (c *creation) recordIntent(context.Context) error {
+	for _, d := range []string{c.m.rootDir(c.rec.ID), c.m.ctrStateDir(c.rec.ID)} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return err
+		}
+	}
+	return atomicfile.WriteJSON(c.m.recordPath(c.rec.ID), c.rec)
+}
+
+func (c *creation) removeDirs(context.Context) error { return c.m.removeDirs(c.rec.ID) }
+
+func (c *creation) mountRootfs(context.Context) error {
+	return mountRootfs(c.img.Layers, c.m.rootDir(c.rec.ID), c.m.rootfsPath(c.rec.ID))
+}
+
+func (c *creation) unmountRootfs(context.Context) error {
+	return unmountRootfs(c.m.rootfsPath(c.rec.ID))
+}
+
+func (c *creation) buildSpec(context.Context) error {
+	in := SpecInput{
+		ID:          c.rec.ID,
+		Config:      c.rec.Config,
+		Image:       imageConfig(c.img),
+		Rootfs:      c.m.rootfsPath(c.rec.ID),
+		Pod:         c.pod,
+		CgroupsPath: c.rec.CgroupsPath,
+		HostCaps:    c.m.opts.HostCaps,
+	}
+	if c.rec.Config.Security.PID == ModeTarget {
+		pid, err := c.m.targetPID(c.rec.Config.Security.TargetID)
+		if err != nil {
+			return err
+		}
+		in.TargetPID = pid
+	}
+	spec, err := BuildSpec(in)
+	if err != nil {
+		return err
+	}
+	c.spec = spec
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return fmt.Errorf("marshal spec: %w", err)
+	}
+	return atomicfile.Write(filepath.Join(c.m.ctrStateDir(c.rec.ID), "config.json"), data, 0o600)
+}
+
+func (c *creation) createInMonitor(ctx context.Context) error {
+	resp, err := monitor.Call(ctx, monitor.SocketPath(c.pod.MonitorDir), monitor.Request{
+		Op: monitor.OpCreate, ID: c.rec.ID,
+		Create: &monitor.CreateRequest{
+			Bundle:    c.m.ctrStateDir(c.rec.ID),
+			Dir:       c.m.ctrStateDir(c.rec.ID),
+			RuncRoot:  c.m.runcRoot(),
+			LogPath:   c.rec.LogPath,
+			Stdin:     c.rec.Config.Stdin,
+			StdinOnce: c.rec.Config.StdinOnce,
+			TTY:       c.rec.Config.TTY,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ref, err := proc.RefOf(resp.Container.PID)
+	if err != nil {
+		return fmt.Errorf("container init %d: %w", resp.Container.PID, err)
+	}
+	c.rec.Status.Init = ref
+	return nil
+}
+
+func (c *creation) destroy(ctx context.Context) error {
+	return c.m.destroy(ctx, c.rec.ID, c.pod.MonitorDir)
+}
+
+func (c *creation) publish(context.Context) error {
+	ctr := newContainer(c.rec, c.m.recordPath(c.rec.ID))
+	if _, err := ctr.update(func(s Status) Status { s.State = StateCreated; return s }); err != nil {
+		return err
+	}
+	c.m.store.add(ctr)
+	return nil
+}
+
+// targetPID is the init PID of the running container whose PID namespace a
+// ModeTarget container joins.
+func (m *Manager) targetPID(id string) (int, error) {
+	if id == "" {
+		return 0, fmt.Errorf("%w: PID namespace mode TARGET needs a target_id", ErrInvalid)
+	}
+	t, err := m.store.get(id)
+	if err != nil {
+		return 0, fmt.Errorf("%w: target container %s: %v", ErrNotFound, id, err)
+	}
+	st := m.info(t).Status
+	if st.State != StateRunning && st.State != StateCreated {
+		return 0, fmt.Errorf("%w: target container %s is %s", ErrFailedPrecondition, id, st.State)
+	}
+	return st.Init.PID, nil
+}
+
+func imageConfig(img image.Image) ImageConfig {
+	if img.Config == nil {
+		return ImageConfig{}
+	}
+	c := img.Config.Config
+	return ImageConfig{
+		Entrypoint: c.Entrypoint, Cmd: c.Cmd, Env: c.Env,
+		WorkingDir: c.WorkingDir, User: c.User, StopSignal: c.StopSignal,
+	}
+}
+
+// removeDirs deletes the container's state and root directories.
+func (m *Manager) removeDirs(id string) error {
+	if err := os.RemoveAll(m.ctrStateDir(id)); err != nil {
+		return fmt.Errorf("remove state dir: %w", err)
+	}
+	if err := os.RemoveAll(m.rootDir(id)); err != nil {
+		return fmt.Errorf("remove root dir: %w", err)
+	}
+	return nil
+}

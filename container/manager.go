@@ -1,0 +1,131 @@
+package container
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/minicri/minicri/image"
+)
+
+// Images is the part of the image store containers use: an image is pinned
+// while a container uses its layers.
+type Images interface {
+	Acquire(ref string) (image.Image, error)
+	Release(id string) error
+}
+
+// Pods tells containers about their pod sandbox.
+type Pods interface {
+	Pod(id string) (PodInfo, error)
+}
+
+// Options configure a Manager.
+type Options struct {
+	Root     string // persistent: records, upper dirs
+	State    string // volatile: rootfs mounts, bundles, libcontainer state
+	Images   Images
+	Pods     Pods
+	HostCaps []string
+	Log      *slog.Logger
+}
+
+// Manager owns every container of one minicri instance.
+type Manager struct {
+	opts  Options
+	log   *slog.Logger
+	store *store
+	names *names
+}
+
+// New creates the manager and recovers the containers a previous run left.
+func New(ctx context.Context, opts Options) (*Manager, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames()}
+	for _, d := range []string{m.recordsDir(), m.stateDir(), m.runcRoot()} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	if err := m.recover(ctx); err != nil {
+		return nil, fmt.Errorf("recover containers: %w", err)
+	}
+	return m, nil
+}
+
+func (m *Manager) recordsDir() string           { return filepath.Join(m.opts.Root, "containers") }
+func (m *Manager) stateDir() string             { return filepath.Join(m.opts.State, "containers") }
+func (m *Manager) runcRoot() string             { return filepath.Join(m.opts.State, "runc") }
+func (m *Manager) rootDir(id string) string     { return filepath.Join(m.recordsDir(), id) }
+func (m *Manager) ctrStateDir(id string) string { return filepath.Join(m.stateDir(), id) }
+func (m *Manager) recordPath(id string) string {
+	return filepath.Join(m.rootDir(id), "container.json")
+}
+func (m *Manager) rootfsPath(id string) string { return filepath.Join(m.ctrStateDir(id), "rootfs") }
+
+// RuncRoot is libcontainer's state root, for callers that exec into
+// containers.
+func (m *Manager) RuncRoot() string { return m.runcRoot() }
+
+// Get returns a container by ID or unique prefix, with its exit (if any)
+// taken into account.
+func (m *Manager) Get(id string) (Info, error) {
+	c, err := m.store.get(id)
+	if err != nil {
+		return Info{}, err
+	}
+	return m.info(c), nil
+}
+
+// Filter selects containers in List; empty fields match everything.
+type Filter struct {
+	ID            string
+	PodID         string
+	State         *State
+	LabelSelector map[string]string
+}
+
+// List returns the containers that match f, oldest first.
+func (m *Manager) List(f Filter) []Info {
+	var out []Info
+	for _, c := range m.store.all("") {
+		if f.ID != "" && !hasPrefix(c.rec.ID, f.ID) {
+			continue
+		}
+		if f.PodID != "" && !hasPrefix(c.rec.PodID, f.PodID) {
+			continue
+		}
+		info := m.info(c)
+		if f.State != nil && info.Status.State != *f.State {
+			continue
+		}
+		if !labelsMatch(info.Config.Labels, f.LabelSelector) {
+			continue
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func labelsMatch(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+func newID() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

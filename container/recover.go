@@ -1,0 +1,66 @@
+package container
+
+import (
+	"context"
+	"os"
+
+	"github.com/minicri/minicri/internal/atomicfile"
+)
+
+// recover loads the records a previous run left. Containers come back as
+// they were (an exit recorded meanwhile is noticed on first read); records of
+// crashed creations or removals are finished off; state without a record is
+// released.
+func (m *Manager) recover(ctx context.Context) error {
+	entries, err := os.ReadDir(m.recordsDir())
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, e := range entries {
+		id := e.Name()
+		var rec Record
+		if err := atomicfile.ReadJSON(m.recordPath(id), &rec); err != nil || rec.ID != id {
+			m.log.Warn("container directory without a valid record; removing", "container", id, "err", err)
+			m.releaseStray(ctx, id)
+			continue
+		}
+		known[id] = true
+		switch rec.Status.State {
+		case StateCreating, StateRemoving:
+			m.log.Info("cleaning up container left by a crash", "container", id, "state", rec.Status.State)
+			if err := m.release(ctx, rec); err != nil {
+				m.log.Error("cleanup of crashed container failed", "container", id, "err", err)
+			}
+		default:
+			if _, err := m.opts.Images.Acquire(rec.ImageID); err != nil {
+				m.log.Warn("image of recovered container is gone", "container", id, "image", rec.ImageID, "err", err)
+			}
+			c := newContainer(rec, m.recordPath(id))
+			m.store.add(c)
+			m.names.reserve(nameKey(rec.PodID, rec.Config), id)
+			m.log.Info("recovered container", "container", id, "pod", rec.PodID, "state", m.refresh(c).State)
+		}
+	}
+	strays, _ := os.ReadDir(m.stateDir())
+	for _, e := range strays {
+		if !known[e.Name()] {
+			m.log.Warn("releasing state of unknown container", "container", e.Name())
+			m.releaseStray(ctx, e.Name())
+		}
+	}
+	return nil
+}
+
+// releaseStray frees what an unrecorded container may hold.
+func (m *Manager) releaseStray(ctx context.Context, id string) {
+	if err := m.destroy(ctx, id, ""); err != nil {
+		m.log.Error("destroy unknown container", "container", id, "err", err)
+	}
+	if err := unmountRootfs(m.rootfsPath(id)); err != nil {
+		m.log.Error("unmount unknown container", "container", id, "err", err)
+	}
+	if err := m.removeDirs(id); err != nil {
+		m.log.Error("remove unknown container", "container", id, "err", err)
+	}
+}

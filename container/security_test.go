@@ -1,0 +1,138 @@
+package container
+
+import (
+	"math/bits"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestBuildCapabilities(t *testing.T) {
+	host := []string{"CAP_CHOWN", "CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_KILL"}
+	def := defaultCapabilities()
+	without := func(caps []string, drop ...string) []string {
+		return slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return slices.Contains(drop, c) })
+	}
+	tests := []struct {
+		name    string
+		sec     Security
+		want    []string
+		ambient []string
+		invalid bool
+	}{
+		{name: "default", want: def},
+		{name: "add any spelling", sec: Security{CapAdd: []string{"NET_ADMIN", "sys_time", "CAP_SYS_PTRACE", "cap_chown"}},
+			want: append(slices.Clone(def), "CAP_NET_ADMIN", "CAP_SYS_TIME", "CAP_SYS_PTRACE")},
+		{name: "drop", sec: Security{CapDrop: []string{"NET_RAW", "cap_chown", "SYS_ADMIN"}}, want: without(def, "CAP_NET_RAW", "CAP_CHOWN")},
+		{name: "add ALL", sec: Security{CapAdd: []string{"ALL"}}, want: host},
+		{name: "add all lower case, drop one", sec: Security{CapAdd: []string{"all"}, CapDrop: []string{"CHOWN"}}, want: without(host, "CAP_CHOWN")},
+		{name: "drop ALL", sec: Security{CapDrop: []string{"ALL"}}, want: nil},
+		{name: "drop ALL add one", sec: Security{CapDrop: []string{"ALL"}, CapAdd: []string{"NET_BIND_SERVICE"}}, want: []string{"CAP_NET_BIND_SERVICE"}},
+		{name: "add ALL and drop ALL", sec: Security{CapAdd: []string{"ALL"}, CapDrop: []string{"ALL"}}, want: nil},
+		{name: "drop wins over add", sec: Security{CapAdd: []string{"SYS_TIME"}, CapDrop: []string{"SYS_TIME"}}, want: def},
+		{name: "privileged", sec: Security{Privileged: true, CapDrop: []string{"ALL"}}, want: host},
+		{name: "ambient only when held", sec: Security{AmbientAdd: []string{"NET_BIND_SERVICE", "SYS_ADMIN"}}, want: def, ambient: []string{"CAP_NET_BIND_SERVICE"}},
+		{name: "ambient after add", sec: Security{CapAdd: []string{"SYS_ADMIN"}, AmbientAdd: []string{"cap_sys_admin"}},
+			want: append(slices.Clone(def), "CAP_SYS_ADMIN"), ambient: []string{"CAP_SYS_ADMIN"}},
+		{name: "empty name", sec: Security{CapAdd: []string{""}}, invalid: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := buildCapabilities(&tt.sec, host)
+			if tt.invalid {
+				wantInvalid(t, err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, set := range map[string][]string{"bounding": c.Bounding, "effective": c.Effective, "permitted": c.Permitted} {
+				if !slices.Equal(set, tt.want) {
+					t.Fatalf("%s = %v, want %v", name, set, tt.want)
+				}
+			}
+			if !slices.Equal(c.Ambient, tt.ambient) || !slices.Equal(c.Inheritable, tt.ambient) {
+				t.Fatalf("ambient = %v, inheritable = %v, want both %v", c.Ambient, c.Inheritable, tt.ambient)
+			}
+		})
+	}
+}
+
+func TestBuildSpecCapabilities(t *testing.T) {
+	in := testInput(t)
+	in.Config.Security.CapAdd = []string{"NET_ADMIN"}
+	s := mustBuild(t, in)
+	if !slices.Contains(s.Process.Capabilities.Bounding, "CAP_NET_ADMIN") {
+		t.Fatalf("caps = %+v", s.Process.Capabilities)
+	}
+	in.Config.Security.Privileged = true
+	s = mustBuild(t, in)
+	if !slices.Equal(s.Process.Capabilities.Effective, in.HostCaps) {
+		t.Fatalf("privileged caps = %+v, want %v", s.Process.Capabilities, in.HostCaps)
+	}
+}
+
+func TestHostCapabilities(t *testing.T) {
+	caps, err := HostCapabilities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Compare with the bounding set the kernel reports.
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bnd uint64
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapBnd:"); ok {
+			bnd, err = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(caps) != bits.OnesCount64(bnd) {
+		t.Fatalf("HostCapabilities() = %d caps %v, CapBnd %#x has %d", len(caps), caps, bnd, bits.OnesCount64(bnd))
+	}
+	for _, c := range caps {
+		if !strings.HasPrefix(c, "CAP_") || strings.ToUpper(c) != c {
+			t.Fatalf("bad capability name %q", c)
+		}
+	}
+	if os.Geteuid() == 0 && bnd&1 != 0 && !slices.Contains(caps, "CAP_CHOWN") {
+		t.Fatalf("CAP_CHOWN missing from %v", caps)
+	}
+}
+
+func TestMaskedAndReadonlyPaths(t *testing.T) {
+	tests := []struct {
+		name             string
+		sec              Security
+		masked, readonly []string
+	}{
+		{"defaults", Security{}, defaultMaskedPaths(), defaultReadonlyPaths()},
+		{"overrides", Security{MaskedPaths: []string{"/bin/ls"}, ReadonlyPaths: []string{"/tmp"}}, []string{"/bin/ls"}, []string{"/tmp"}},
+		{"empty means none", Security{MaskedPaths: []string{}, ReadonlyPaths: []string{}}, []string{}, []string{}},
+		{"privileged", Security{Privileged: true, MaskedPaths: []string{"/x"}, ReadonlyPaths: []string{"/y"}}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := testInput(t)
+			in.Config.Security.Privileged = tt.sec.Privileged
+			in.Config.Security.MaskedPaths = tt.sec.MaskedPaths
+			in.Config.Security.ReadonlyPaths = tt.sec.ReadonlyPaths
+			s := mustBuild(t, in)
+			if !slices.Equal(s.Linux.MaskedPaths, tt.masked) || (s.Linux.MaskedPaths == nil) != (tt.masked == nil) {
+				t.Fatalf("masked = %#v, want %#v", s.Linux.MaskedPaths, tt.masked)
+			}
+			if !slices.Equal(s.Linux.ReadonlyPaths, tt.readonly) || (s.Linux.ReadonlyPaths == nil) != (tt.readonly == nil) {
+				t.Fatalf("readonly = %#v, want %#v", s.Linux.ReadonlyPaths, tt.readonly)
+			}
+		})
+	}
+	if !slices.Contains(defaultMaskedPaths(), "/proc/kcore") || !slices.Contains(defaultReadonlyPaths(), "/proc/sys") {
+		t.Fatal("defaults lost containerd's entries")
+	}
+}

@@ -1,0 +1,57 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"path"
+
+	"github.com/minicri/minicri/container"
+	"github.com/minicri/minicri/sandbox"
+)
+
+// pods tells containers about their sandbox.
+type pods struct{ m *sandbox.Manager }
+
+func (p pods) Pod(id string) (container.PodInfo, error) {
+	info, err := p.m.Get(id)
+	if err != nil {
+		return container.PodInfo{}, err
+	}
+	ns := info.Config.Namespaces
+	return container.PodInfo{
+		ID:             info.ID,
+		NetNSPath:      info.NetNSPath,
+		PausePID:       info.Status.Pause.PID,
+		HostIPC:        ns.IPC == sandbox.ModeNode,
+		HostPID:        ns.PID == sandbox.ModeNode,
+		HostnameFile:   p.m.PodFile(info.ID, sandbox.HostnameFile),
+		HostsFile:      p.m.PodFile(info.ID, sandbox.HostsFile),
+		ResolvConfFile: p.m.PodFile(info.ID, sandbox.ResolvConfFile),
+		ShmPath:        info.ShmPath,
+		CgroupParent:   path.Dir(info.CgroupPath),
+		Sysctls:        info.Config.Sysctls,
+		MonitorDir:     p.m.MonitorDir(info.ID),
+		LogDirectory:   info.Config.LogDirectory,
+		Ready:          info.Ready,
+	}, nil
+}
+
+// podContainers lets sandboxes stop and remove their containers; it is
+// bound to the container manager once that exists (the two need each other).
+type podContainers struct{ m *container.Manager }
+
+var errNotWired = errors.New("container manager not ready")
+
+func (c *podContainers) StopPod(ctx context.Context, podID string) error {
+	if c.m == nil {
+		return errNotWired
+	}
+	return c.m.StopPod(ctx, podID)
+}
+
+func (c *podContainers) RemovePod(ctx context.Context, podID string) error {
+	if c.m == nil {
+		return errNotWired
+	}
+	return c.m.RemovePod(ctx, podID)
+}

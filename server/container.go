@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minicri/minicri/container"
+)
+
+// Containers is the container manager.
+type Containers interface {
+	Create(ctx context.Context, podID string, cfg container.Config) (string, error)
+	Start(ctx context.Context, id string) error
+	Stop(ctx context.Context, id string, timeout time.Duration) error
+	Remove(ctx context.Context, id string) error
+	Get(id string) (container.Info, error)
+	List(f container.Filter) []container.Info
+	ReopenLog(ctx context.Context, id string) error
+	BundleDir(id string) string
+}
+
+// CreateContainer creates a container in a pod sandbox.
+func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+	if req.GetPodSandboxId() == "" {
+		return nil, invalid("pod_sandbox_id is required")
+	}
+	if req.GetConfig().GetMetadata() == nil {
+		return nil, invalid("config.metadata is required")
+	}
+	id, err := s.containers.Create(ctx, req.GetPodSandboxId(), containerConfig(req.GetConfig()))
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
+}
+
+// StartContainer starts a created container.
+func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+	if err := s.containers.Start(ctx, req.GetContainerId()); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.StartContainerResponse{}, nil
+}
+
+// StopContainer stops a container; unknown or stopped ones are fine.
+func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	if req.GetContainerId() == "" {
+		return nil, invalid("container_id is required")
+	}
+	if err := s.containers.Stop(ctx, req.GetContainerId(), time.Duration(req.GetTimeout())*time.Second); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+// RemoveContainer removes a container; unknown ones are fine.
+func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+	if req.GetContainerId() == "" {
+		return nil, invalid("container_id is required")
+	}
+	if err := s.containers.Remove(ctx, req.GetContainerId()); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.RemoveContainerResponse{}, nil
+}
+
+// ReopenContainerLog reopens a running container's log file.
+func (s *Server) ReopenContainerLog(ctx context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
+	if err := s.containers.ReopenLog(ctx, req.GetContainerId()); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ReopenContainerLogResponse{}, nil
+}
+
+// ListContainers lists containers with the CRI filter.
+func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	var f container.Filter
+	if cf := req.GetFilter(); cf != nil {
+		f = container.Filter{ID: cf.GetId(), PodID: cf.GetPodSandboxId(), LabelSelector: cf.GetLabelSelector()}
+		if st := cf.GetState(); st != nil {
+			state := containerStateFromCRI(st.GetState())
+			f.State = &state
+		}
+	}
+	infos := s.containers.List(f)
+	out := make([]*runtimeapi.Container, 0, len(infos))
+	for _, c := range infos {
+		out = append(out, &runtimeapi.Container{
+			Id:           c.ID,
+			PodSandboxId: c.PodID,
+			Metadata:     &runtimeapi.ContainerMetadata{Name: c.Config.Name, Attempt: c.Config.Attempt},
+			Image:        &runtimeapi.ImageSpec{Image: c.ImageName},
+			ImageRef:     c.ImageRef,
+			ImageId:      c.ImageID,
+			State:        containerStateToCRI(c.Status.State),
+			CreatedAt:    c.CreatedAt.UnixNano(),
+			Labels:       c.Config.Labels,
+			Annotations:  c.Config.Annotations,
+		})
+	}
+	return &runtimeapi.ListContainersResponse{Containers: out}, nil
+}
+
+// ContainerStatus reports one container.
+func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	c, err := s.containers.Get(req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	st := c.Status
+	status := &runtimeapi.ContainerStatus{
+		Id:          c.ID,
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Config.Name, Attempt: c.Config.Attempt},
+		State:       containerStateToCRI(st.State),
+		CreatedAt:   c.CreatedAt.UnixNano(),
+		ExitCode:    st.ExitCode,
+		Image:       &runtimeapi.ImageSpec{Image: c.ImageName},
+		ImageRef:    c.ImageRef,
+		ImageId:     c.ImageID,
+		Reason:      st.Reason,
+		Message:     st.Message,
+		Labels:      c.Config.Labels,
+		Annotations: c.Config.Annotations,
+		Mounts:      mountsToCRI(c.Config.Mounts),
+		LogPath:     c.LogPath,
+		Resources:   &runtimeapi.ContainerResources{Linux: resourcesToCRI(c.Config.Resources)},
+	}
+	if !st.StartedAt.IsZero() {
+		status.StartedAt = st.StartedAt.UnixNano()
+	}
+	if !st.FinishedAt.IsZero() {
+		status.FinishedAt = st.FinishedAt.UnixNano()
+	}
+	resp := &runtimeapi.ContainerStatusResponse{Status: status}
+	if req.GetVerbose() {
+		var spec any
+		if data, err := os.ReadFile(filepath.Join(s.containers.BundleDir(c.ID), "config.json")); err == nil {
+			json.Unmarshal(data, &spec)
+		}
+		info, _ := json.Marshal(map[string]any{
+			"pid": st.Init.PID, "sandboxID": c.PodID, "runtimeSpec": spec, "imageRef": c.ImageRef,
+		})
+		resp.Info = map[string]string{"info": string(info)}
+	}
+	return resp, nil
+}

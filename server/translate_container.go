@@ -1,0 +1,175 @@
+package server
+
+import (
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minicri/minicri/container"
+)
+
+// containerConfig translates the CRI container config into the domain's.
+func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
+	cfg := container.Config{
+		Name:        c.GetMetadata().GetName(),
+		Attempt:     c.GetMetadata().GetAttempt(),
+		Image:       c.GetImage().GetImage(),
+		Command:     c.GetCommand(),
+		Args:        c.GetArgs(),
+		WorkingDir:  c.GetWorkingDir(),
+		Labels:      c.GetLabels(),
+		Annotations: c.GetAnnotations(),
+		LogPath:     c.GetLogPath(),
+		Stdin:       c.GetStdin(),
+		StdinOnce:   c.GetStdinOnce(),
+		TTY:         c.GetTty(),
+		Resources:   resourcesFromCRI(c.GetLinux().GetResources()),
+		Security:    securityFromCRI(c.GetLinux().GetSecurityContext()),
+	}
+	if s := c.GetStopSignal(); s != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
+		cfg.StopSignal = strings.TrimPrefix(s.String(), "SIGNAL_")
+	}
+	for _, kv := range c.GetEnvs() {
+		cfg.Env = append(cfg.Env, kv.GetKey()+"="+string(kv.GetValue()))
+	}
+	for _, m := range c.GetMounts() {
+		cfg.Mounts = append(cfg.Mounts, container.Mount{
+			ContainerPath:     m.GetContainerPath(),
+			HostPath:          m.GetHostPath(),
+			Readonly:          m.GetReadonly(),
+			RecursiveReadOnly: m.GetRecursiveReadOnly(),
+			Propagation:       container.Propagation(m.GetPropagation()),
+			SelinuxRelabel:    m.GetSelinuxRelabel(),
+			Image:             m.GetImage().GetImage(),
+			ImageSubPath:      m.GetImageSubPath(),
+		})
+	}
+	for _, d := range c.GetDevices() {
+		cfg.Devices = append(cfg.Devices, container.Device{
+			ContainerPath: d.GetContainerPath(), HostPath: d.GetHostPath(), Permissions: d.GetPermissions(),
+		})
+	}
+	return cfg
+}
+
+func resourcesFromCRI(r *runtimeapi.LinuxContainerResources) container.Resources {
+	if r == nil {
+		return container.Resources{}
+	}
+	out := container.Resources{
+		CPUPeriod: r.GetCpuPeriod(), CPUQuota: r.GetCpuQuota(), CPUShares: r.GetCpuShares(),
+		MemoryLimit: r.GetMemoryLimitInBytes(), MemorySwapLimit: r.GetMemorySwapLimitInBytes(),
+		OOMScoreAdj: r.GetOomScoreAdj(), CpusetCPUs: r.GetCpusetCpus(), CpusetMems: r.GetCpusetMems(),
+		Unified: r.GetUnified(),
+	}
+	for _, h := range r.GetHugepageLimits() {
+		if out.Hugepages == nil {
+			out.Hugepages = map[string]uint64{}
+		}
+		out.Hugepages[h.GetPageSize()] = h.GetLimit()
+	}
+	return out
+}
+
+func resourcesToCRI(r container.Resources) *runtimeapi.LinuxContainerResources {
+	out := &runtimeapi.LinuxContainerResources{
+		CpuPeriod: r.CPUPeriod, CpuQuota: r.CPUQuota, CpuShares: r.CPUShares,
+		MemoryLimitInBytes: r.MemoryLimit, MemorySwapLimitInBytes: r.MemorySwapLimit,
+		OomScoreAdj: r.OOMScoreAdj, CpusetCpus: r.CpusetCPUs, CpusetMems: r.CpusetMems, Unified: r.Unified,
+	}
+	for size, limit := range r.Hugepages {
+		out.HugepageLimits = append(out.HugepageLimits, &runtimeapi.HugepageLimit{PageSize: size, Limit: limit})
+	}
+	return out
+}
+
+func securityFromCRI(s *runtimeapi.LinuxContainerSecurityContext) container.Security {
+	out := container.Security{
+		Privileged:               s.GetPrivileged(),
+		PID:                      container.NamespaceMode(s.GetNamespaceOptions().GetPid()),
+		TargetID:                 s.GetNamespaceOptions().GetTargetId(),
+		RunAsUsername:            s.GetRunAsUsername(),
+		ReadonlyRootfs:           s.GetReadonlyRootfs(),
+		SupplementalGroups:       s.GetSupplementalGroups(),
+		SupplementalGroupsPolicy: container.SupplementalGroupsPolicy(s.GetSupplementalGroupsPolicy()),
+		NoNewPrivs:               s.GetNoNewPrivs(),
+		MaskedPaths:              s.GetMaskedPaths(),
+		ReadonlyPaths:            s.GetReadonlyPaths(),
+		CapAdd:                   s.GetCapabilities().GetAddCapabilities(),
+		CapDrop:                  s.GetCapabilities().GetDropCapabilities(),
+		AmbientAdd:               s.GetCapabilities().GetAddAmbientCapabilities(),
+		Seccomp:                  profileFromCRI(s.GetSeccomp(), s.GetSeccompProfilePath()),
+		AppArmor:                 profileFromCRI(s.GetApparmor(), s.GetApparmorProfile()),
+	}
+	if u := s.GetRunAsUser(); u != nil {
+		v := u.GetValue()
+		out.RunAsUser = &v
+	}
+	if g := s.GetRunAsGroup(); g != nil {
+		v := g.GetValue()
+		out.RunAsGroup = &v
+	}
+	return out
+}
+
+// profileFromCRI reads a SecurityProfile, or the deprecated string form
+// ("runtime/default", "unconfined", "localhost/<path>"). Nothing set means
+// unconfined, as containerd does.
+func profileFromCRI(p *runtimeapi.SecurityProfile, legacy string) container.Profile {
+	if p != nil {
+		switch p.GetProfileType() {
+		case runtimeapi.SecurityProfile_RuntimeDefault:
+			return container.Profile{Type: container.ProfileRuntimeDefault}
+		case runtimeapi.SecurityProfile_Localhost:
+			return container.Profile{Type: container.ProfileLocalhost, Path: p.GetLocalhostRef()}
+		}
+		return container.Profile{Type: container.ProfileUnconfined}
+	}
+	switch {
+	case legacy == "runtime/default" || legacy == "docker/default":
+		return container.Profile{Type: container.ProfileRuntimeDefault}
+	case strings.HasPrefix(legacy, "localhost/"):
+		return container.Profile{Type: container.ProfileLocalhost, Path: strings.TrimPrefix(legacy, "localhost/")}
+	}
+	return container.Profile{Type: container.ProfileUnconfined}
+}
+
+func containerStateToCRI(s container.State) runtimeapi.ContainerState {
+	switch s {
+	case container.StateCreated:
+		return runtimeapi.ContainerState_CONTAINER_CREATED
+	case container.StateRunning:
+		return runtimeapi.ContainerState_CONTAINER_RUNNING
+	case container.StateExited:
+		return runtimeapi.ContainerState_CONTAINER_EXITED
+	}
+	return runtimeapi.ContainerState_CONTAINER_UNKNOWN
+}
+
+func containerStateFromCRI(s runtimeapi.ContainerState) container.State {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return container.StateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return container.StateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return container.StateExited
+	}
+	return container.State("unknown")
+}
+
+func mountsToCRI(ms []container.Mount) []*runtimeapi.Mount {
+	out := make([]*runtimeapi.Mount, 0, len(ms))
+	for _, m := range ms {
+		cm := &runtimeapi.Mount{
+			ContainerPath: m.ContainerPath, HostPath: m.HostPath, Readonly: m.Readonly,
+			RecursiveReadOnly: m.RecursiveReadOnly, SelinuxRelabel: m.SelinuxRelabel,
+			Propagation: runtimeapi.MountPropagation(m.Propagation), ImageSubPath: m.ImageSubPath,
+		}
+		if m.Image != "" {
+			cm.Image = &runtimeapi.ImageSpec{Image: m.Image}
+		}
+		out = append(out, cm)
+	}
+	return out
+}
