@@ -97,7 +97,7 @@ func TestReopenLosesNothing(t *testing.T) {
 			b.WriteByte('\n')
 			pw.Write(b.Bytes())
 			if i == n/2 {
-				os.Rename(p, p+".1") // the kubelet rotates...
+				os.Rename(p, p+".1")               // the kubelet rotates...
 				if err := l.Reopen(); err != nil { // ...then asks for a reopen
 					t.Error(err)
 				}
