@@ -230,6 +230,7 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 		return fmt.Errorf("remove container %s: %w", c.ID(), err)
 	}
 	c.removed = true
+	m.rates.forget(c.ID())
 	m.store.delete(c.ID())
 	m.names.release(nameKey(c.rec.PodID, c.rec.Config), c.ID())
 	m.log.Info("container removed", "pod", c.rec.PodID, "container", c.ID())

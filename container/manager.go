@@ -40,6 +40,7 @@ type Manager struct {
 	log   *slog.Logger
 	store *store
 	names *names
+	rates *rates
 }
 
 // New creates the manager and recovers the containers a previous run left.
@@ -47,7 +48,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames()}
+	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames(), rates: &rates{last: map[string]Usage{}}}
 	for _, d := range []string{m.recordsDir(), m.stateDir(), m.runcRoot()} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)

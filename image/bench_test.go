@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"testing"
 
@@ -34,7 +35,7 @@ func BenchmarkColdPull100MB(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s, err := New(Config{Root: root, RegistryConfigPath: hosts})
+		s, err := New(Config{Root: root, RegistryConfigPath: hosts, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -3,8 +3,6 @@ package image
 import (
 	"archive/tar"
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -156,6 +154,3 @@ func readFile(t testing.TB, p string) string {
 	}
 	return string(b)
 }
-
-var _ = fmt.Sprintf
-var _ io.Reader

@@ -850,3 +850,33 @@ func TestTokenAuth(t *testing.T) {
 		}
 	}
 }
+
+func TestPullDeadline(t *testing.T) {
+	srv := startRegistry(t, fixture.Options{})
+	ti := makeImage(t, "dl", "dl")
+	push(t, srv, "dl/app:1", ti.img)
+	s := newStore(t, "", "")
+	for _, d := range []time.Duration{0, time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		_, err := s.Pull(ctx, srv.Host+"/dl/app:1", nil)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("timeout %v: %v", d, err)
+		}
+	}
+	// Verified blobs (the manifest) may stay, for the next pull or GC;
+	// nothing partial and no record may.
+	if n := listDir(t, s.tmpDir); len(n) != 0 {
+		t.Errorf("temp blobs: %v", n)
+	}
+	if n := listDir(t, s.imgDir); len(n) != 0 {
+		t.Errorf("records: %v", n)
+	}
+	for _, n := range listDir(t, s.layDir) {
+		t.Errorf("layer: %s", n)
+	}
+	if err := s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	assertEmptyStore(t, s)
+}

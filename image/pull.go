@@ -259,7 +259,7 @@ func (p *puller) tryEndpoints(ctx context.Context, c capability, what string, fn
 			}
 		} else {
 			p.markDead(i, err)
-			errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+			errs = append(errs, fmt.Errorf("%s: %w", ep, endpointError(err, ep)))
 		}
 		if ep.Mirror {
 			p.s.log.Debug("image: mirror failed, trying next host", "image", p.ref.String(), "host", ep.String(), "what", what, "error", err)
@@ -728,4 +728,24 @@ func humanRate(bps float64) string {
 	default:
 		return fmt.Sprintf("%.0f B/s", bps)
 	}
+}
+
+// hostError is an error whose message names the endpoint rather than the
+// placeholder host go-containerregistry saw.
+type hostError struct {
+	err error
+	msg string
+}
+
+func (e *hostError) Error() string { return e.msg }
+func (e *hostError) Unwrap() error { return e.err }
+
+func endpointError(err error, ep endpoint) error {
+	msg := err.Error()
+	if !strings.Contains(msg, placeholderHost) {
+		return err
+	}
+	msg = strings.ReplaceAll(msg, "https://"+placeholderHost, ep.URL.Scheme+"://"+ep.URL.Host)
+	msg = strings.ReplaceAll(msg, placeholderHost, ep.URL.Host)
+	return &hostError{err: err, msg: msg}
 }

@@ -14,13 +14,13 @@ import (
 
 	cgroupfs "github.com/opencontainers/cgroups/fs"
 	"github.com/opencontainers/runc/libcontainer"
-	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/internal/atomicfile"
 	"github.com/minicri/minicri/internal/crilog"
+	"github.com/minicri/minicri/internal/lcproc"
 	"github.com/minicri/minicri/internal/proc"
 )
 
@@ -133,7 +133,7 @@ func clampOOMScoreAdj(spec *specs.Spec) {
 
 // start sets up the container's stdio and starts its init process.
 func (k *ctr) start(sp *specs.Process, req *CreateRequest) error {
-	p, err := newProcess(sp)
+	p, err := lcproc.FromSpec(sp)
 	if err != nil {
 		return err
 	}
@@ -340,36 +340,6 @@ func (cs *containers) killAll() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// newProcess converts the spec's process into libcontainer's, as runc does.
-func newProcess(p *specs.Process) (*libcontainer.Process, error) {
-	if p == nil {
-		return nil, errors.New("spec has no process")
-	}
-	lp := &libcontainer.Process{
-		Args:            p.Args,
-		Env:             p.Env,
-		UID:             int(p.User.UID),
-		GID:             int(p.User.GID),
-		Cwd:             p.Cwd,
-		NoNewPrivileges: &p.NoNewPrivileges,
-		AppArmorProfile: p.ApparmorProfile,
-		Label:           p.SelinuxLabel,
-	}
-	if p.ConsoleSize != nil {
-		lp.ConsoleWidth, lp.ConsoleHeight = uint16(p.ConsoleSize.Width), uint16(p.ConsoleSize.Height)
-	}
-	if c := p.Capabilities; c != nil {
-		lp.Capabilities = &configs.Capabilities{
-			Bounding: c.Bounding, Effective: c.Effective, Inheritable: c.Inheritable,
-			Permitted: c.Permitted, Ambient: c.Ambient,
-		}
-	}
-	for _, g := range p.User.AdditionalGids {
-		lp.AdditionalGroups = append(lp.AdditionalGroups, int(g))
-	}
-	return lp, nil
 }
 
 func socketPair() (parent, child *os.File, err error) {

@@ -22,6 +22,10 @@ type Containers interface {
 	List(f container.Filter) []container.Info
 	ReopenLog(ctx context.Context, id string) error
 	BundleDir(id string) string
+	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (container.ExecResult, error)
+	Stats(id string) (container.Stats, error)
+	ListStats(f container.Filter) []container.Stats
+	PodStats(podID string) (container.PodStats, error)
 }
 
 // CreateContainer creates a container in a pod sandbox.

@@ -1,0 +1,215 @@
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/minicri/minicri/internal/lcproc"
+)
+
+// MaxExecOutput caps each of stdout and stderr of ExecSync; the rest is
+// read and dropped, never buffered.
+const MaxExecOutput = 16 << 20
+
+// ErrTimeout means an exec ran past its timeout (and was killed).
+var ErrTimeout = errors.New("command timed out")
+
+// ExecResult is the outcome of ExecSync.
+type ExecResult struct {
+	Stdout, Stderr []byte
+	ExitCode       int32
+}
+
+// ExecSync runs cmd in a running container, joined to all its namespaces,
+// cgroup, user and security settings, and returns its output. On timeout
+// the command is killed and reaped before ExecSync returns.
+func (m *Manager) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (ExecResult, error) {
+	if len(cmd) == 0 {
+		return ExecResult{}, fmt.Errorf("%w: exec needs a command", ErrInvalid)
+	}
+	lc, p, err := m.execProcess(id, cmd)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	stdout, stderr := &capped{max: MaxExecOutput}, &capped{max: MaxExecOutput}
+	drained, err := attachOutput(p, stdout, stderr)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	if err := lc.Run(p); err != nil {
+		closeChildEnds(p)
+		drained.Wait()
+		return ExecResult{}, fmt.Errorf("exec in container %s: %w", id, err)
+	}
+	closeChildEnds(p)
+	code, err := waitExec(ctx, p, timeout)
+	waitDrained(drained, 2*time.Second)
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("exec %q in container %s: %w", cmd[0], id, err)
+	}
+	return ExecResult{Stdout: stdout.bytes(), Stderr: stderr.bytes(), ExitCode: code}, nil
+}
+
+// execProcess loads the container and builds an exec process from its spec.
+func (m *Manager) execProcess(id string, cmd []string) (*libcontainer.Container, *libcontainer.Process, error) {
+	c, err := m.store.get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st := m.refresh(c); st.State != StateRunning {
+		return nil, nil, fmt.Errorf("%w: container %s is %s, not running", ErrFailedPrecondition, c.ID(), st.State)
+	}
+	spec, err := m.loadSpec(c.ID())
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := lcproc.FromSpec(spec.Process)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Args, p.Init = cmd, false
+	lc, err := libcontainer.Load(m.runcRoot(), c.ID())
+	if err != nil {
+		return nil, nil, fmt.Errorf("load container %s: %w", c.ID(), err)
+	}
+	return lc, p, nil
+}
+
+func (m *Manager) loadSpec(id string) (*specs.Spec, error) {
+	data, err := os.ReadFile(filepath.Join(m.BundleDir(id), "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read spec of %s: %w", id, err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, fmt.Errorf("parse spec of %s: %w", id, err)
+	}
+	return &spec, nil
+}
+
+// waitExec waits for the exec'd process; past the timeout (or the caller's
+// end) it kills it and still reaps it before returning.
+func waitExec(ctx context.Context, p *libcontainer.Process, timeout time.Duration) (int32, error) {
+	type result struct {
+		ps  *os.ProcessState
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ps, err := p.Wait()
+		done <- result{ps, err}
+	}()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	var cause error
+	select {
+	case r := <-done:
+		if r.ps == nil {
+			return 0, fmt.Errorf("wait: %w", r.err)
+		}
+		return exitStatus(r.ps), nil
+	case <-expired:
+		cause = fmt.Errorf("%w after %s", ErrTimeout, timeout)
+	case <-ctx.Done():
+		cause = ctx.Err()
+	}
+	p.Signal(syscall.SIGKILL)
+	<-done
+	return 0, cause
+}
+
+func exitStatus(ps *os.ProcessState) int32 {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return int32(128 + int(ws.Signal()))
+	}
+	return int32(ps.ExitCode())
+}
+
+// attachOutput gives p pipes for stdout and stderr whose read ends are
+// drained into the writers; the returned group ends when both hit EOF.
+func attachOutput(p *libcontainer.Process, stdout, stderr io.Writer) (*sync.WaitGroup, error) {
+	var wg sync.WaitGroup
+	var opened []*os.File
+	for _, pair := range []struct {
+		set func(*os.File)
+		w   io.Writer
+	}{
+		{func(f *os.File) { p.Stdout = f }, stdout},
+		{func(f *os.File) { p.Stderr = f }, stderr},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, f := range opened {
+				f.Close()
+			}
+			return nil, err
+		}
+		opened = append(opened, r, w)
+		pair.set(w)
+		wg.Add(1)
+		go func(dst io.Writer) {
+			defer wg.Done()
+			defer r.Close()
+			io.Copy(dst, r)
+		}(pair.w)
+	}
+	return &wg, nil
+}
+
+// closeChildEnds closes the daemon's copies of the pipe ends the process got.
+func closeChildEnds(p *libcontainer.Process) {
+	for _, f := range []io.Writer{p.Stdout, p.Stderr} {
+		if c, ok := f.(*os.File); ok {
+			c.Close()
+		}
+	}
+}
+
+func waitDrained(wg *sync.WaitGroup, max time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(max):
+	}
+}
+
+// capped keeps the first max bytes written to it and drops the rest.
+type capped struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (c *capped) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.max - len(c.buf); room > 0 {
+		if len(b) < room {
+			room = len(b)
+		}
+		c.buf = append(c.buf, b[:room]...)
+	}
+	return len(b), nil
+}
+
+func (c *capped) bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf
+}
