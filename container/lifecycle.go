@@ -203,6 +203,9 @@ func (m *Manager) monitorAlive(c *Container) bool {
 func (m *Manager) info(c *Container) Info {
 	rec := c.rec
 	rec.Status = m.refresh(c)
+	if rec.Status.Resources != nil {
+		rec.Config.Resources = *rec.Status.Resources
+	}
 	return Info{Record: rec}
 }
 

@@ -70,6 +70,8 @@ type Status struct {
 	ExitCode   int32     `json:"exit_code"`
 	Reason     string    `json:"reason,omitempty"`
 	Message    string    `json:"message,omitempty"`
+	// Resources, once UpdateContainerResources ran, replace Config.Resources.
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // Record is what is persisted for a container.

@@ -86,6 +86,11 @@ func Run(cfg config.Config) error {
 		return err
 	}
 	hooks.m = containers
+	// Recovered containers have pinned their images again: what no image
+	// and no container uses can go.
+	if err := images.GC(); err != nil {
+		log.Warn("image GC after recovery", "err", err)
+	}
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net, Log: log})
 	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
 	srv.Register(g)

@@ -58,6 +58,23 @@ func syncDir(dir string) error {
 // FsInfo reports the bytes (allocated blocks) and inodes used by the store,
 // counting hard-linked files once, and the mountpoint of its filesystem.
 func (s *Store) FsInfo() (FsUsage, error) {
+	s.fsMu.Lock()
+	defer s.fsMu.Unlock()
+	gen := s.fsGen.Load()
+	if s.fsCache.valid && s.fsCache.gen == gen {
+		u := s.fsCache.usage
+		u.Timestamp = time.Now().UnixNano()
+		return u, nil
+	}
+	u, err := s.walkUsage()
+	if err == nil {
+		s.fsCache = fsCache{gen: gen, valid: true, usage: u}
+	}
+	return u, err
+}
+
+// walkUsage counts what the store holds now.
+func (s *Store) walkUsage() (FsUsage, error) {
 	u := FsUsage{Timestamp: time.Now().UnixNano()}
 	type key struct{ dev, ino uint64 }
 	seen := map[key]bool{}

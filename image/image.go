@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -133,6 +134,17 @@ type Store struct {
 	pending map[string]int     // layer diff IDs and blob digests of pulls under way
 
 	flights flightGroup
+
+	// FsInfo walks the store only when its content changed (generation).
+	fsGen   atomic.Uint64
+	fsMu    sync.Mutex
+	fsCache fsCache
+}
+
+type fsCache struct {
+	gen   uint64
+	valid bool
+	usage FsUsage
 }
 
 // New opens (creating if needed) the store at cfg.Root. It removes what an
@@ -410,7 +422,9 @@ func (s *Store) List(filter string) ([]Image, error) {
 // that is not there is not an error.
 func (s *Store) Remove(ref string) error {
 	trash, err := s.remove(ref)
-	return errors.Join(err, purge(trash))
+	err = errors.Join(err, purge(trash))
+	s.fsGen.Add(1)
+	return err
 }
 
 func (s *Store) remove(ref string) ([]string, error) {
@@ -475,7 +489,9 @@ func (s *Store) GC() error {
 	s.mu.Lock()
 	trash, err := s.gcLocked()
 	s.mu.Unlock()
-	return errors.Join(err, purge(trash))
+	err = errors.Join(err, purge(trash))
+	s.fsGen.Add(1)
+	return err
 }
 
 // purge deletes layer directories that gcLocked moved aside, without the
@@ -553,6 +569,7 @@ func (s *Store) gcLocked() (trash []string, _ error) {
 func (s *Store) commit(r *record, tag, repoDigest string) (Image, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.fsGen.Add(1)
 	var changed []*record
 	if tag != "" {
 		for _, o := range s.images {

@@ -26,6 +26,7 @@ type Containers interface {
 	Stats(id string) (container.Stats, error)
 	ListStats(f container.Filter) []container.Stats
 	PodStats(podID string) (container.PodStats, error)
+	UpdateResources(ctx context.Context, id string, r container.Resources) error
 }
 
 // CreateContainer creates a container in a pod sandbox.
@@ -152,4 +153,15 @@ func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSta
 		resp.Info = map[string]string{"info": string(info)}
 	}
 	return resp, nil
+}
+
+// UpdateContainerResources changes a container's limits live.
+func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	if req.GetLinux() == nil {
+		return nil, invalid("linux resources are required")
+	}
+	if err := s.containers.UpdateResources(ctx, req.GetContainerId(), resourcesFromCRI(req.GetLinux())); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
 }

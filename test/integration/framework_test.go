@@ -38,6 +38,7 @@ type instance struct {
 	confDir          string
 	binDirs          []string
 	noDefaultNetwork bool
+	registry         bool // mirrors point at the test registry (withRegistry)
 	cmd              *exec.Cmd
 	conn             *grpc.ClientConn
 	rt               runtimeapi.RuntimeServiceClient
@@ -85,8 +86,13 @@ func newInstance(t *testing.T, opts ...option) *instance {
 	}
 	os.MkdirAll(i.confDir, 0o755)
 	binDirs, _ := json.Marshal(i.binDirs)
+	hostsDir := filepath.Join(dir, "no-certs.d")
+	if i.registry {
+		hostsDir = i.writeHostsDir(t)
+	}
 	cfg := fmt.Sprintf("cgroup_parent = %q\n[network]\nconf_dir = %q\nbin_dirs = %s\ndefault_name = %q\ndefault_bridge = %q\ndefault_subnet = %q\ndefault_network = %v\n",
-		i.cgParent, i.confDir, binDirs, i.netName, i.bridge, i.subnet, !i.noDefaultNetwork)
+		i.cgParent, i.confDir, binDirs, i.netName, i.bridge, i.subnet, !i.noDefaultNetwork) +
+		fmt.Sprintf("[registry]\nconfig_path = %q\n", hostsDir)
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

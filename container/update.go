@@ -1,0 +1,59 @@
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+
+	"github.com/minicri/minicri/internal/atomicfile"
+)
+
+// UpdateResources changes a running or created container's cgroup limits
+// live, then records them in its spec and record.
+func (m *Manager) UpdateResources(_ context.Context, id string, r Resources) error {
+	c, err := m.store.get(id)
+	if err != nil {
+		return err
+	}
+	c.op.Lock()
+	defer c.op.Unlock()
+	if st := m.refresh(c); c.removed || (st.State != StateRunning && st.State != StateCreated) {
+		return fmt.Errorf("%w: container %s is %s", ErrFailedPrecondition, id, st.State)
+	}
+	spec, err := m.loadSpec(c.ID())
+	if err != nil {
+		return err
+	}
+	res, err := buildResources(&r, spec.Linux.Resources.Devices)
+	if err != nil {
+		return err
+	}
+	spec.Linux.Resources = res
+	cg, err := specconv.CreateCgroupConfig(&specconv.CreateOpts{CgroupName: c.ID(), Spec: spec}, nil)
+	if err != nil {
+		return fmt.Errorf("%w: resources: %v", ErrInvalid, err)
+	}
+	lc, err := libcontainer.Load(m.runcRoot(), c.ID())
+	if err != nil {
+		return fmt.Errorf("load container %s: %w", c.ID(), err)
+	}
+	cfg := lc.Config()
+	cfg.Cgroups.Resources = cg.Resources
+	if err := lc.Set(cfg); err != nil {
+		return fmt.Errorf("update resources of %s: %w", c.ID(), err)
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(m.BundleDir(c.ID()), "config.json"), data, 0o600); err != nil {
+		return err
+	}
+	_, err = c.update(func(s Status) Status { s.Resources = &r; return s })
+	m.log.Info("container resources updated", "container", c.ID())
+	return err
+}
