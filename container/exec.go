@@ -19,8 +19,9 @@ import (
 )
 
 // MaxExecOutput caps each of stdout and stderr of ExecSync; the rest is
-// read and dropped, never buffered.
-const MaxExecOutput = 16 << 20
+// read and dropped, never buffered. Both together stay under the 16 MiB the
+// kubelet's CRI client accepts in one message.
+const MaxExecOutput = 8<<20 - 64<<10
 
 // ErrTimeout means an exec ran past its timeout (and was killed).
 var ErrTimeout = errors.New("command timed out")

@@ -127,7 +127,9 @@ func (i *instance) start() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	conn, err := grpc.NewClient("unix://"+i.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// 16 MiB, as the kubelet allows.
+	conn, err := grpc.NewClient("unix://"+i.sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,4 +289,11 @@ func nsInode(t *testing.T, pid int, ns string) uint64 {
 		t.Fatalf("stat ns %s of %d: %v", ns, pid, err)
 	}
 	return st.Ino
+}
+
+func jsonUnmarshal(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("parse %q: %v", s, err)
+	}
 }
