@@ -30,7 +30,11 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 			{Type: runtimeapi.RuntimeReady, Status: true},
 			netReady,
 		}},
-		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{}}},
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{
+			// libcontainer makes "rro" mounts with mount_setattr (Linux >= 5.12).
+			RecursiveReadOnlyMounts: true,
+		}}},
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
 	}
 	if req.GetVerbose() {
 		info, _ := json.Marshal(map[string]any{"runtime": RuntimeName, "version": RuntimeVersion})

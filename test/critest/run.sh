@@ -41,7 +41,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # critest pulls its images by their public names; the offline registry serves them.
-INSTANCE_REGISTRY=test instance_start critest mcri-ct0 10.199.0.0/16 ct
+# CRITEST_BRIDGE/CRITEST_SUBNET let two runs share a machine.
+INSTANCE_REGISTRY=test instance_start critest "${CRITEST_BRIDGE:-mcri-ct0}" "${CRITEST_SUBNET:-10.199.0.0/16}" ct
 
 args=(
 	--runtime-endpoint "$INSTANCE_ENDPOINT"
