@@ -94,8 +94,8 @@ test: deps
 # ---- bench -----------------------------------------------------------------
 
 bench: build
-	$(GO) build -o $(OUT)/bin/runp ./test/bench/runp
-	hack/bench.sh $(OUT)/bin/runp $(BENCH_ARGS)
+	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
+	hack/bench.sh $(OUT)/bin/cribench $(BENCH_ARGS)
 
 # ---- clean -----------------------------------------------------------------
 

@@ -1,0 +1,48 @@
+// Command cribench benchmarks a CRI v1 runtime over gRPC; `make bench` runs it
+// against minicri and against containerd and prints the comparison.
+//
+//	cribench pods  -endpoint E -runtime NAME -out FILE [-n 20] [-parallel 20] [-hostport] [-mem-pid PID -mem-match STR]
+//	cribench pull  -endpoint E -runtime NAME -out FILE [-image REF]
+//	cribench pushpause -registry HOST:PORT -binary FILE [-ref registry.k8s.io/pause:3.9]
+//	cribench report -dir DIR
+//
+// pods: pulls the images (untimed), measures memory with no pods, times N
+// sequential pod lifecycles step by step, then starts P pods in parallel (each
+// with one container), measures memory with them running and removes them.
+// pull: times one PullImage of an image that must not be in the store yet.
+// pushpause: publishes a static pause binary as the pause image.
+// report: prints the table from the JSON files the other commands wrote.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fail("usage: cribench pods|pull|pushpause|report [flags]")
+	}
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "pods":
+		err = runPods(args)
+	case "pull":
+		err = runPull(args)
+	case "pushpause":
+		err = runPushPause(args)
+	case "report":
+		err = runReport(args)
+	default:
+		err = fmt.Errorf("unknown command %q", cmd)
+	}
+	if err != nil {
+		fail("%v", err)
+	}
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "cribench: "+strings.TrimSuffix(format, "\n")+"\n", args...)
+	os.Exit(1)
+}
