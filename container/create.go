@@ -155,6 +155,8 @@ func (c *creation) buildSpec(context.Context) error {
 		return err
 	}
 	c.spec = spec
+	u := spec.Process.User
+	c.rec.User = &User{UID: u.UID, GID: u.GID, Groups: u.AdditionalGids}
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("marshal spec: %w", err)

@@ -74,6 +74,13 @@ type Status struct {
 	Resources *Resources `json:"resources,omitempty"`
 }
 
+// User is a process identity: user, primary group, supplemental groups.
+type User struct {
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
+}
+
 // Record is what is persisted for a container.
 type Record struct {
 	ID        string `json:"id"`
@@ -82,6 +89,8 @@ type Record struct {
 	ImageID   string `json:"image_id"`
 	ImageRef  string `json:"image_ref"`  // repo digest, else the ID
 	ImageName string `json:"image_name"` // a repo tag of the image, else the request
+	// User is the identity the container's process runs with.
+	User *User `json:"user,omitempty"`
 	// ImageStopSignal is the image config's StopSignal.
 	ImageStopSignal string    `json:"image_stop_signal,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`

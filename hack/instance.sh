@@ -138,7 +138,7 @@ instance__registry_start() {
 		-bench="$([ "$INSTANCE_REGISTRY" = bench ] && echo true || echo false)" </dev/null >"$log" 2>&1 &
 	INSTANCE_REGISTRY_PID=$!
 	for ((i = 0; i < 3000; i++)); do
-		if grep -q '^.* serving .* references on ' "$log"; then
+		if grep -qs '^.* serving .* references on ' "$log"; then
 			instance__log "test registry (pid $INSTANCE_REGISTRY_PID): $(grep -o 'serving .*' "$log")"
 			return 0
 		fi

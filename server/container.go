@@ -135,6 +135,13 @@ func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSta
 		LogPath:     c.LogPath,
 		Resources:   &runtimeapi.ContainerResources{Linux: resourcesToCRI(c.Config.Resources)},
 	}
+	if u := c.User; u != nil {
+		lu := &runtimeapi.LinuxContainerUser{Uid: int64(u.UID), Gid: int64(u.GID)}
+		for _, g := range u.Groups {
+			lu.SupplementalGroups = append(lu.SupplementalGroups, int64(g))
+		}
+		status.User = &runtimeapi.ContainerUser{Linux: lu}
+	}
 	if !st.StartedAt.IsZero() {
 		status.StartedAt = st.StartedAt.UnixNano()
 	}

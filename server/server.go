@@ -48,6 +48,7 @@ type Server struct {
 	containers Containers
 	images     Images
 	network    Network
+	streaming  Streaming
 	log        *slog.Logger
 }
 
@@ -57,12 +58,14 @@ type Deps struct {
 	Containers Containers
 	Images     Images
 	Network    Network
+	Streaming  Streaming // nil: Exec, Attach and PortForward are unimplemented
 	Log        *slog.Logger
 }
 
 // New creates the server.
 func New(d Deps) *Server {
-	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, network: d.Network, log: d.Log}
+	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, network: d.Network,
+		streaming: d.Streaming, log: d.Log}
 }
 
 // Register adds the CRI services to g.
