@@ -1,0 +1,663 @@
+#!/usr/bin/env bash
+# test/e2e/run.sh — a stock kubelet (and control plane) drives minicri (`make e2e`).
+#
+#   standalone  the kubelet alone with a static pod manifest directory, no API server
+#   cluster     etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the
+#               kubelet registered as a node; kubectl apply/logs/exec/port-forward/attach,
+#               a Deployment, a Job, a crashing pod, deletion and leak checks
+#
+# Kubernetes and etcd are built from the Go module proxy by test/e2e/tools.sh (cached in
+# /var/cache/minicri-tools). Everything listens on 127.0.0.1 except the kubelet, which
+# registers with (and listens on) the machine's own non-loopback address: the kubelet
+# refuses a loopback node IP. Images come from the offline registry (test/registry)
+# through minicri's registry mirrors, so the manifests keep their ordinary names.
+#
+# Environment:
+#   E2E_MODES       modes to run, in order (default "standalone cluster")
+#   E2E_OUT         logs and results (default _output/e2e)
+#   E2E_KUBELET_V   kubelet verbosity (default 5; 10 also logs every CRI request)
+#   E2E_KEEP=1      keep the temp dirs
+# Exits non-zero if any check fails; prints the failed checks, timings and the CRI calls.
+# shellcheck disable=SC2016 # single-quoted eval strings expand when the check runs
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+export PATH=$PATH:/usr/local/go/bin
+E2E_DIR=$ROOT/test/e2e
+OUT=${E2E_OUT:-$ROOT/_output/e2e}
+MODES=${E2E_MODES:-standalone cluster}
+KUBELET_V=${E2E_KUBELET_V:-5}
+CRICTL=${CRICTL:-$ROOT/_output/tools/crictl}
+# The kubelet's cgroup root (and minicri's cgroup parent for pods that name none).
+CGROUP_ROOT=/minicri-e2e
+E2E_MODE=setup
+
+# shellcheck source=hack/instance.sh disable=SC1091
+. "$ROOT/hack/instance.sh"
+# shellcheck source=test/e2e/lib.sh disable=SC1091
+. "$E2E_DIR/lib.sh"
+# shellcheck source=test/e2e/certs.sh disable=SC1091
+. "$E2E_DIR/certs.sh"
+
+[ "$(id -u)" = 0 ] || { echo "e2e: needs root" >&2; exit 1; }
+[ -x "$CRICTL" ] || { echo "e2e: $CRICTL missing: run make deps" >&2; exit 1; }
+[ -x "$ROOT/bin/minicri" ] || { echo "e2e: bin/minicri missing: run make build" >&2; exit 1; }
+mkdir -p "$OUT"
+rm -f "$OUT"/*.log "$OUT"/summary.txt
+
+# Tools the suite itself uses (Debian packages), installed only when missing.
+missing=()
+for p in openssl curl iproute2 util-linux; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	e2e_log "installing ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
+fi
+
+# ---- binaries -----------------------------------------------------------------------
+t0=$(e2e_now)
+BIN=$("$E2E_DIR/tools.sh" "$OUT/bin")
+timing "kubernetes + etcd binaries ready (build or cache)" "$(e2e_since "$t0")"
+KUBECTL=$BIN/kubectl
+
+# ---- machine facts --------------------------------------------------------------------
+NODE_NAME=$(hostname | tr '[:upper:]' '[:lower:]')
+# The node IP: the first global IPv4 address of the default-route interface, else of any
+# interface that is not a bridge of a minicri instance.
+node_ip() {
+	local dev
+	dev=$(ip -4 route show default 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')
+	if [ -n "$dev" ]; then
+		ip -4 -o addr show dev "$dev" scope global | awk '{ split($4, a, "/"); print a[1]; exit }'
+		return
+	fi
+	ip -4 -o addr show scope global | awk '$2 !~ /^(mcri|minicri|cni|docker|veth)/ { split($4, a, "/"); print a[1]; exit }'
+}
+NODE_IP=$(node_ip)
+[ -n "$NODE_IP" ] || { echo "e2e: no non-loopback IPv4 address for the node" >&2; exit 1; }
+e2e_log "node $NODE_NAME, IP $NODE_IP, binaries in $BIN"
+
+# free_port: a TCP port nothing listens on (and not handed out before in this run).
+E2E_PORTS=" "
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 20000))
+		case $E2E_PORTS in *" $p "*) continue ;; esac
+		[ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ] || continue
+		E2E_PORTS="$E2E_PORTS$p "
+		echo "$p"
+		return
+	done
+}
+
+# ---- cleanup --------------------------------------------------------------------------
+E2E_TMP=$(mktemp -d /tmp/e2k.XXXXX)
+KUBELET_ROOTS=()
+
+cgroup_hierarchies() {
+	awk '$9 == "cgroup" || $9 == "cgroup2" { print $5 }' /proc/self/mountinfo
+}
+
+# cgroup_root_create: the kubelet's cgroup root must exist in every v1 hierarchy first.
+cgroup_root_create() {
+	local h
+	while read -r h; do
+		mkdir -p "$h$CGROUP_ROOT"
+		# A new cpuset cgroup starts empty; copy the parent's CPUs and memory nodes.
+		if [ -f "$h/cpuset.cpus" ] && [ -f "$h$CGROUP_ROOT/cpuset.cpus" ]; then
+			[ -n "$(cat "$h$CGROUP_ROOT/cpuset.cpus")" ] || cat "$h/cpuset.cpus" >"$h$CGROUP_ROOT/cpuset.cpus"
+			[ -n "$(cat "$h$CGROUP_ROOT/cpuset.mems")" ] || cat "$h/cpuset.mems" >"$h$CGROUP_ROOT/cpuset.mems"
+		fi
+	done < <(cgroup_hierarchies)
+}
+
+# cgroup_procs_under: "cgroup: pids" for every cgroup below the root that holds processes.
+cgroup_procs_under() {
+	local h f procs
+	while read -r h; do
+		[ -d "$h$CGROUP_ROOT" ] || continue
+		while read -r f; do
+			procs=$(tr '\n' ' ' <"$f" 2>/dev/null) || continue
+			[ -z "${procs// /}" ] || echo "${f%/cgroup.procs}: $procs"
+		done < <(find "$h$CGROUP_ROOT" -name cgroup.procs 2>/dev/null)
+	done < <(cgroup_hierarchies)
+}
+
+# pod_cgroups: pod-level cgroups the kubelet made (kubepods/[qos/]pod<uid>) that still exist.
+pod_cgroups() {
+	local h
+	while read -r h; do
+		[ -d "$h$CGROUP_ROOT/kubepods" ] || continue
+		find "$h$CGROUP_ROOT/kubepods" -mindepth 1 -maxdepth 2 -type d -name 'pod*' 2>/dev/null
+	done < <(cgroup_hierarchies)
+}
+
+cgroup_root_remove() {
+	local h
+	while read -r h; do
+		[ -d "$h$CGROUP_ROOT" ] || continue
+		find "$h$CGROUP_ROOT" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+		[ ! -d "$h$CGROUP_ROOT" ] || e2e_log "warning: could not remove $h$CGROUP_ROOT"
+	done < <(cgroup_hierarchies)
+}
+
+# mounts_under DIR: mount points at or below DIR (path through the environment).
+mounts_under() {
+	D=$1 awk '$5 == ENVIRON["D"] || index($5, ENVIRON["D"] "/") == 1 { print $5 }' /proc/self/mountinfo
+}
+
+unmount_tree() {
+	local m
+	mounts_under "$1" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
+
+on_exit() {
+	local rc=$? d
+	trap - EXIT
+	set +e
+	E2E_MODE=teardown
+	proc_stop_all
+	for d in "${KUBELET_ROOTS[@]}"; do unmount_tree "$d"; done
+	if [ -n "${INSTANCE_LOG:-}" ] && [ -f "$INSTANCE_LOG" ]; then cp "$INSTANCE_LOG" "$OUT/minicri.log"; fi
+	export INSTANCE_ARTIFACTS=$OUT
+	if ! instance_stop; then
+		E2E_FAILS+=("teardown: minicri did not stop cleanly or left something behind")
+	fi
+	cgroup_root_remove
+	for d in "$E2E_TMP"/*.log; do [ -f "$d" ] && cp "$d" "$OUT/"; done
+	if [ "${E2E_KEEP:-0}" = 1 ]; then
+		e2e_log "keeping $E2E_TMP"
+	elif [ -n "$(mounts_under "$E2E_TMP")" ]; then
+		e2e_log "not removing $E2E_TMP: mounts remain"
+	else
+		rm -rf --one-file-system "$E2E_TMP"
+	fi
+	summary | tee "$OUT/summary.txt"
+	[ ${#E2E_FAILS[@]} -eq 0 ] || rc=1
+	[ $rc -eq 0 ] && echo "e2e: PASS" || echo "e2e: FAIL (exit $rc); logs in $OUT" >&2
+	exit $rc
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- CRI call accounting ----------------------------------------------------------------
+
+# cri_mark: the current line count of minicri's log (start of a mode).
+cri_mark() { wc -l <"$INSTANCE_LOG"; }
+
+# cri_calls FROM_LINE: calls minicri served since FROM_LINE, with counts, and the failed
+# ones with their errors (minicri logs every call: "CRI call" / "CRI call failed").
+cri_calls() {
+	local from=$1
+	echo "CRI calls minicri served (count, method):"
+	tail -n "+$((from + 1))" "$INSTANCE_LOG" | grep -o '"msg":"CRI call[^"]*","method":"[^"]*"' |
+		sed 's/.*"method":"\/runtime\.v1\.//; s/"$//' | sort | uniq -c | sort -k2 | sed 's/^/    /'
+	echo "CRI calls that returned an error (count, method, error):"
+	tail -n "+$((from + 1))" "$INSTANCE_LOG" | grep '"msg":"CRI call failed"' |
+		sed 's/.*"method":"\/runtime\.v1\.\([^"]*\)".*"err":"\(.\{0,160\}\).*/\1: \2/' |
+		sed -E 's/[0-9a-f]{64}/<id>/g' | sort | uniq -c | sed 's/^/    /' || true
+}
+
+# kubelet_cri_metrics: the kubelet's own view (kubelet_runtime_operations_*), scraped from
+# its /metrics with the admin client certificate.
+kubelet_cri_metrics() {
+	curl -s --max-time 10 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+		"https://$NODE_IP:$KUBELET_PORT/metrics" 2>/dev/null |
+		grep -E '^kubelet_runtime_operations_(total|errors_total)\{' |
+		sed -E 's/^kubelet_runtime_operations_(total|errors_total)\{.*operation_type="([^"]*)".*\} (.*)$/\1 \2 \3/' |
+		awk '{ if ($1 == "total") t[$2] = $3; else e[$2] = $3 } END { for (k in t) printf "    %-28s %6d calls %4d errors\n", k, t[k], e[k] }' | sort
+}
+
+# kubelet_cri_errors LOG: the CRI errors the kubelet logged.
+kubelet_cri_errors() {
+	grep -E 'from runtime service failed|from image service failed|RemoteRuntimeService|RemoteImageService' "$1" |
+		grep -E '"[^"]*(failed|Failed)|err=' | sed -E 's/^[IWEF][0-9]{4} [0-9:.]+ +[0-9]+ //; s/[0-9a-f]{64}/<id>/g' |
+		cut -c1-220 | sort | uniq -c | sort -rn | head -n 20 | sed 's/^/    /' || true
+}
+
+CRI_REPORT=()
+cri_report() {
+	local mode=$1 from=$2 klog=$3 f=$OUT/cri-calls-$1.txt
+	{
+		echo "== $mode =="
+		cri_calls "$from"
+		echo "The kubelet's count (kubelet_runtime_operations_total / _errors_total):"
+		kubelet_cri_metrics
+		echo "CRI errors in the kubelet's log (count, line):"
+		kubelet_cri_errors "$klog"
+	} >"$f" 2>&1
+	CRI_REPORT+=("$f")
+}
+
+summary() {
+	local f
+	echo "================ e2e summary ================"
+	echo "Kubernetes $(grep -o 'k8s.io/kubernetes v[0-9.]*' "$E2E_DIR/tools/k8s/go.mod" | head -1 | cut -d' ' -f2), node $NODE_NAME ($NODE_IP)"
+	echo "Timings:"
+	for f in "${E2E_TIMINGS[@]}"; do echo "    $f"; done
+	for f in "${CRI_REPORT[@]}"; do cat "$f"; done
+	if [ ${#E2E_FAILS[@]} -eq 0 ]; then
+		echo "All checks passed."
+	else
+		echo "FAILED checks (${#E2E_FAILS[@]}):"
+		for f in "${E2E_FAILS[@]}"; do echo "    $f"; done
+	fi
+}
+
+# ---- minicri ----------------------------------------------------------------------------
+PKI=$E2E_TMP/pki
+certs_make "$PKI" "$NODE_NAME" "$NODE_IP"
+cgroup_root_create
+INSTANCE_REGISTRY="test" instance_start e2e mcri-e2e0 10.196.0.0/16 e2
+MINICRI_SOCK=$INSTANCE_SOCK
+# Mounts an idle minicri keeps (the shared netns pin dir); anything more later is a leak.
+MINICRI_BASE_MOUNTS=$(mounts_under "$INSTANCE_TMP" | sort)
+
+crictl() { instance_crictl "$@"; }
+
+# ---- the kubelet ------------------------------------------------------------------------
+KUBELET_PORT=$(free_port)
+KUBELET_HEALTHZ_PORT=$(free_port)
+
+# kubelet_start MODE [KUBECONFIG]
+kubelet_start() {
+	local mode=$1 kubeconfig=${2:-} dir=$E2E_TMP/kubelet-$1 args
+	mkdir -p "$dir/root" "$dir/manifests" "$dir/volume-plugins"
+	KUBELET_ROOTS+=("$dir/root")
+	KUBELET_MANIFESTS=$dir/manifests
+	cat >"$dir/config.yaml" <<-EOF
+		apiVersion: kubelet.config.k8s.io/v1beta1
+		kind: KubeletConfiguration
+		# This machine is cgroup v1 (hybrid): kubelet 1.37 refuses it unless told.
+		failCgroupV1: false
+		cgroupRoot: $CGROUP_ROOT
+		# No cgroupDriver: the kubelet takes it from minicri's RuntimeConfig.
+		containerRuntimeEndpoint: unix://$MINICRI_SOCK
+		imageServiceEndpoint: unix://$MINICRI_SOCK
+		address: $NODE_IP
+		port: $KUBELET_PORT
+		readOnlyPort: 0
+		healthzBindAddress: 127.0.0.1
+		healthzPort: $KUBELET_HEALTHZ_PORT
+		tlsCertFile: $PKI/kubelet-serving.crt
+		tlsPrivateKeyFile: $PKI/kubelet-serving.key
+		authentication:
+		  anonymous: {enabled: false}
+		  webhook: {enabled: false}
+		  x509: {clientCAFile: $PKI/ca.crt}
+		authorization:
+		  mode: AlwaysAllow
+		staticPodPath: $dir/manifests
+		fileCheckFrequency: 5s
+		volumePluginDir: $dir/volume-plugins
+		resolvConf: /etc/resolv.conf
+		maxPods: 30
+		evictionHard:
+		  memory.available: 50Mi
+		  nodefs.available: 1%
+		  imagefs.available: 1%
+		  nodefs.inodesFree: 1%
+		imageGCHighThresholdPercent: 99
+		imageGCLowThresholdPercent: 98
+		nodeStatusUpdateFrequency: 4s
+	EOF
+	args=(--config "$dir/config.yaml" --root-dir "$dir/root" --hostname-override "$NODE_NAME"
+		--node-ip "$NODE_IP" --v "$KUBELET_V")
+	[ -z "$kubeconfig" ] || args+=(--kubeconfig "$kubeconfig")
+	KUBELET_LOG=$E2E_TMP/kubelet-$mode.log
+	proc_start kubelet "$KUBELET_LOG" "$BIN/kubelet" "${args[@]}"
+	if ! wait_for 90 curl -sf --max-time 2 "http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz"; then
+		proc_running kubelet || e2e_log "the kubelet exited"
+		fail "kubelet serves /healthz within 90s"
+		return 1
+	fi
+	pass "kubelet serves /healthz"
+	check "kubelet takes the cgroup driver (cgroupfs) from minicri's RuntimeConfig" \
+		grep -q 'Using cgroup driver setting received from the CRI runtime.*cgroupDriver="cgroupfs"' "$KUBELET_LOG"
+}
+
+kubelet_stop() {
+	proc_stop kubelet 30
+	unmount_tree "$E2E_TMP/kubelet-$1/root"
+}
+
+# ---- checks shared by both modes --------------------------------------------------------
+
+# running_containers LABEL=VALUE: how many containers with the label are running.
+running_containers() { crictl ps --state Running --label "$1" -q 2>/dev/null | grep -c . || true; }
+
+# pod_sandboxes LABEL=VALUE: sandboxes (any state) with the label.
+pod_sandboxes() { crictl pods --label "$1" -q 2>/dev/null | grep -c . || true; }
+
+no_sandboxes() { [ "$(crictl pods -q 2>/dev/null | grep -c .)" = 0 ]; }
+no_containers() { [ "$(crictl ps -a -q 2>/dev/null | grep -c .)" = 0 ]; }
+no_pod_cgroups() { [ -z "$(pod_cgroups)" ]; }
+
+# leak_check: after every pod is gone: nothing left in minicri or on the machine.
+leak_check() {
+	local leaks=0 m netns procs pid cmd f
+	if ! no_sandboxes; then
+		e2e_log "LEAK: sandboxes still listed: $(crictl pods 2>&1 | tail -n +2 | tr '\n' ';')"
+		leaks=1
+	fi
+	if ! no_containers; then
+		e2e_log "LEAK: containers still listed: $(crictl ps -a 2>&1 | tail -n +2 | tr '\n' ';')"
+		leaks=1
+	fi
+	netns=$(find "$INSTANCE_TMP/state/netns" -mindepth 1 2>/dev/null | head -n 5 | tr '\n' ' ')
+	if [ -n "$netns" ]; then
+		e2e_log "LEAK: netns pins: $netns"
+		leaks=1
+	fi
+	while read -r m; do
+		[ -n "$m" ] || continue
+		grep -qxF "$m" <<<"$MINICRI_BASE_MOUNTS" && continue
+		e2e_log "LEAK: mount $m"
+		leaks=1
+	done < <(mounts_under "$INSTANCE_TMP")
+	for m in "${KUBELET_ROOTS[@]}"; do
+		if [ -n "$(mounts_under "$m/pods")" ]; then
+			e2e_log "LEAK: volume mounts under $m/pods: $(mounts_under "$m/pods" | tr '\n' ' ')"
+			leaks=1
+		fi
+	done
+	procs=$(cgroup_procs_under)
+	if [ -n "$procs" ]; then
+		e2e_log "LEAK: processes in pod cgroups: $procs"
+		leaks=1
+	fi
+	if ! no_pod_cgroups; then
+		e2e_log "LEAK: pod cgroups left: $(pod_cgroups | head -n 10 | tr '\n' ' ')"
+		leaks=1
+	fi
+	# Processes that mention the instance (monitors), other than minicri and the registry.
+	for f in /proc/[0-9]*/cmdline; do
+		pid=${f#/proc/}
+		pid=${pid%/cmdline}
+		case $pid in "$$" | "${BASHPID:-}" | "$INSTANCE_PID" | "${INSTANCE_REGISTRY_PID:-}") continue ;; esac
+		cmd=$({ tr '\0' ' ' <"$f"; } 2>/dev/null) || continue
+		case $cmd in *"$INSTANCE_TMP/state"*)
+			e2e_log "LEAK: process $pid: $cmd"
+			leaks=1
+			;;
+		esac
+	done
+	return $leaks
+}
+
+# ---- standalone mode --------------------------------------------------------------------
+mode_standalone() {
+	local mark host_port pod t0 logdir
+	mark=$(cri_mark)
+	kubelet_start standalone || return 1
+	host_port=$(free_port)
+	pod=static-web-$NODE_NAME
+
+	sed "s/@HOST_PORT@/$host_port/" "$E2E_DIR/manifests/static-pod.yaml" >"$E2E_TMP/static-web.yaml"
+	t0=$(e2e_now)
+	# Renamed into place: the kubelet never reads a half-written manifest.
+	mv "$E2E_TMP/static-web.yaml" "$KUBELET_MANIFESTS/static-web.yaml"
+	if wait_for 240 eval '[ "$(running_containers io.kubernetes.pod.name="$pod")" = 2 ]'; then
+		timing "standalone: manifest drop -> both containers running (incl. first image pulls)" "$(e2e_since "$t0")"
+		pass "static pod $pod: both containers running"
+	else
+		crictl ps -a --label io.kubernetes.pod.name="$pod" >&2 || true
+		fail "static pod $pod: both containers running within 240s"
+		return 1
+	fi
+
+	check "crictl pods shows the static pod (Ready)" \
+		eval "crictl pods --name '$pod' --state Ready -q | grep -q ."
+	check "pod sandbox has the kubelet's labels (namespace default)" \
+		eval "crictl pods --label io.kubernetes.pod.namespace=default --label io.kubernetes.pod.name='$pod' -q | grep -q ."
+
+	logdir=$(find /var/log/pods -maxdepth 1 -name "default_${pod}_*" -type d | head -n 1)
+	check "pod log dir under /var/log/pods ($logdir)" test -n "$logdir"
+	if [ -n "$logdir" ]; then
+		check "writer's stdout in $logdir/writer/0.log" \
+			wait_for 20 grep -q 'stdout F static-writer line' "$logdir/writer/0.log"
+		check "web's stderr in $logdir/web/0.log" \
+			wait_for 20 grep -q 'stderr F httpd (minicri stand-in): resuming normal operations' "$logdir/web/0.log"
+	fi
+	check "crictl logs of the writer" \
+		eval "crictl logs \$(crictl ps --name writer --label io.kubernetes.pod.name='$pod' -q | head -n 1) 2>&1 | grep -q 'static-writer line'"
+	check "HTTP through the hostPort on $NODE_IP:$host_port" \
+		wait_for 30 eval "curl -sf --max-time 2 http://$NODE_IP:$host_port/ | grep -q 'It works!'"
+	if wait_for 5 eval "curl -sf --max-time 2 http://127.0.0.1:$host_port/ | grep -q 'It works!'"; then
+		e2e_log "note: the hostPort also answers on 127.0.0.1:$host_port"
+	else
+		e2e_log "note: the hostPort does not answer on 127.0.0.1:$host_port (only the node IP is checked)"
+	fi
+
+	# Deleting the manifest removes the pod: containers stop at once, and the kubelet's
+	# garbage collection removes the sandbox (it runs once a minute).
+	t0=$(e2e_now)
+	rm -f "$KUBELET_MANIFESTS/static-web.yaml"
+	if check "manifest removed: containers stopped within 60s" \
+		wait_for 60 eval '[ "$(running_containers io.kubernetes.pod.name="$pod")" = 0 ]'; then
+		timing "standalone: manifest removal -> containers stopped" "$(e2e_since "$t0")"
+	fi
+	check "manifest removed: sandbox not ready within 60s" \
+		wait_for 60 eval "! crictl pods --name '$pod' --state Ready -q | grep -q ."
+	if check "manifest removed: sandbox and containers removed within 150s" \
+		wait_for 150 eval "no_sandboxes && no_containers"; then
+		timing "standalone: manifest removal -> sandbox removed (kubelet GC)" "$(e2e_since "$t0")"
+	fi
+	check "manifest removed: pod cgroups removed within 60s" wait_for 60 no_pod_cgroups
+	check "no leaked netns, mounts, cgroups or processes" leak_check
+	check "kubelet still running" proc_running kubelet
+	cri_report standalone "$mark" "$KUBELET_LOG"
+	kubelet_stop standalone
+}
+
+# ---- cluster mode -----------------------------------------------------------------------
+kubectl() { "$KUBECTL" --kubeconfig "$E2E_TMP/admin.kubeconfig" --request-timeout 60s "$@"; }
+
+# pod_field POD JSONPATH
+pod_field() { kubectl get pod "$1" -o "jsonpath=$2" 2>/dev/null; }
+
+mode_cluster() {
+	local mark etcd_port etcd_peer api_port kcm_port sched_port server t0 out lport pf_log i
+	mark=$(cri_mark)
+	etcd_port=$(free_port)
+	etcd_peer=$(free_port)
+	api_port=$(free_port)
+	kcm_port=$(free_port)
+	sched_port=$(free_port)
+	server=https://127.0.0.1:$api_port
+
+	kubeconfig_write "$E2E_TMP/admin.kubeconfig" "$server" "$PKI" admin
+	kubeconfig_write "$E2E_TMP/controller-manager.kubeconfig" "$server" "$PKI" controller-manager
+	kubeconfig_write "$E2E_TMP/scheduler.kubeconfig" "$server" "$PKI" scheduler
+	kubeconfig_write "$E2E_TMP/kubelet.kubeconfig" "$server" "$PKI" kubelet
+
+	proc_start etcd "$E2E_TMP/etcd.log" "$BIN/etcd" --name e2e --data-dir "$E2E_TMP/etcd" \
+		--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+		--listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+		--initial-cluster "e2e=http://127.0.0.1:$etcd_peer" --log-level warn
+	check "etcd healthy" wait_for 60 curl -sf --max-time 2 "http://127.0.0.1:$etcd_port/health" || return 1
+
+	proc_start kube-apiserver "$E2E_TMP/kube-apiserver.log" "$BIN/kube-apiserver" \
+		--etcd-servers "http://127.0.0.1:$etcd_port" \
+		--bind-address 127.0.0.1 --secure-port "$api_port" --advertise-address "$NODE_IP" \
+		--tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+		--client-ca-file "$PKI/ca.crt" \
+		--kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+		--kubelet-preferred-address-types InternalIP \
+		--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$PKI/sa.pub" \
+		--service-account-signing-key-file "$PKI/sa.key" --service-cluster-ip-range 10.96.0.0/24 \
+		--authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+		--allow-privileged=true --cert-dir "$E2E_TMP/apiserver-certs" --v 1
+	check "kube-apiserver ready" wait_for 120 kubectl get --raw /readyz || return 1
+
+	proc_start kube-controller-manager "$E2E_TMP/kube-controller-manager.log" "$BIN/kube-controller-manager" \
+		--kubeconfig "$E2E_TMP/controller-manager.kubeconfig" \
+		--authentication-kubeconfig "$E2E_TMP/controller-manager.kubeconfig" \
+		--authorization-kubeconfig "$E2E_TMP/controller-manager.kubeconfig" \
+		--bind-address 127.0.0.1 --secure-port "$kcm_port" --leader-elect=false \
+		--use-service-account-credentials=true --service-account-private-key-file "$PKI/sa.key" \
+		--root-ca-file "$PKI/ca.crt" --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+		--v 1
+	proc_start kube-scheduler "$E2E_TMP/kube-scheduler.log" "$BIN/kube-scheduler" \
+		--kubeconfig "$E2E_TMP/scheduler.kubeconfig" \
+		--authentication-kubeconfig "$E2E_TMP/scheduler.kubeconfig" \
+		--authorization-kubeconfig "$E2E_TMP/scheduler.kubeconfig" \
+		--bind-address 127.0.0.1 --secure-port "$sched_port" --leader-elect=false --v 1
+
+	kubelet_start cluster "$E2E_TMP/kubelet.kubeconfig" || return 1
+	check "node $NODE_NAME registered and Ready" \
+		wait_for 120 kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=5s || return 1
+	check "node InternalIP is $NODE_IP" \
+		test "$(kubectl get node "$NODE_NAME" -o 'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}')" = "$NODE_IP"
+	check "default service account and kube-root-ca.crt exist" \
+		wait_for 90 eval "kubectl get serviceaccount default && kubectl get configmap kube-root-ca.crt" || return 1
+
+	# kubectl apply -> Running
+	t0=$(e2e_now)
+	kubectl apply -f "$E2E_DIR/manifests/pod.yaml" >/dev/null
+	if kubectl wait --for=jsonpath='{.status.phase}'=Running pod/e2e-pod --timeout=240s >/dev/null; then
+		timing "cluster: kubectl apply -> Running (pod e2e-pod, images already pulled in standalone mode)" "$(e2e_since "$t0")"
+		pass "pod e2e-pod Running"
+	else
+		kubectl describe pod e2e-pod >&2 || true
+		fail "pod e2e-pod Running within 240s"
+		return 1
+	fi
+	check "kubectl wait Ready" kubectl wait --for=condition=Ready pod/e2e-pod --timeout=60s
+
+	check "kubectl logs" wait_for 20 eval "kubectl logs e2e-pod -c writer | grep -q 'e2e-writer line'"
+	check "kubectl logs --tail=1 --timestamps" eval "kubectl logs e2e-pod -c writer --tail=1 --timestamps | grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T.* e2e-writer line'"
+
+	out=$(timeout 60 "$KUBECTL" --kubeconfig "$E2E_TMP/admin.kubeconfig" exec e2e-pod -c writer -- sh -c 'cat /etc/hostname; echo exec-out; echo exec-err >&2; exit 0' 2>&1) || true
+	check "kubectl exec (no stdin)" eval 'grep -q "^e2e-pod$" <<<"$out" && grep -q "^exec-out$" <<<"$out" && grep -q "^exec-err$" <<<"$out"' ||
+		e2e_log "kubectl exec output: $out"
+	timeout 60 "$KUBECTL" --kubeconfig "$E2E_TMP/admin.kubeconfig" exec e2e-pod -c writer -- sh -c 'exit 7' >/dev/null 2>&1 && i=0 || i=$?
+	check "kubectl exec exit code 7 is passed through" test "$i" = 7 || e2e_log "kubectl exec exit code: $i"
+	out=$(printf 'ping-from-stdin\nsecond line\n' | timeout 60 "$KUBECTL" --kubeconfig "$E2E_TMP/admin.kubeconfig" exec -i e2e-pod -c writer -- sh -c 'cat; echo exec-i-done' 2>&1) || true
+	check "kubectl exec -i (stdin to EOF)" eval 'grep -q "^ping-from-stdin$" <<<"$out" && grep -q "^second line$" <<<"$out" && grep -q "^exec-i-done$" <<<"$out"' ||
+		e2e_log "kubectl exec -i output: $out"
+
+	lport=$(free_port)
+	pf_log=$E2E_TMP/port-forward.log
+	proc_start port-forward "$pf_log" "$KUBECTL" --kubeconfig "$E2E_TMP/admin.kubeconfig" port-forward --address 127.0.0.1 pod/e2e-pod "$lport:80"
+	if check "kubectl port-forward listening" wait_for 30 grep -q "Forwarding from 127.0.0.1:$lport" "$pf_log"; then
+		check "HTTP through kubectl port-forward" \
+			wait_for 20 eval "curl -sf --max-time 5 http://127.0.0.1:$lport/ | grep -q 'Welcome to nginx'"
+		check "second connection through the same port-forward" \
+			eval "curl -sf --max-time 5 http://127.0.0.1:$lport/ | grep -q 'Welcome to nginx'"
+	fi
+	grep -i error "$pf_log" >&2 || true
+	proc_stop port-forward 5
+
+	kubectl apply -f "$E2E_DIR/manifests/attach.yaml" >/dev/null
+	if check "pod e2e-attach Running" kubectl wait --for=condition=Ready pod/e2e-attach --timeout=120s >/dev/null; then
+		out=$(timeout 8 "$KUBECTL" --kubeconfig "$E2E_TMP/admin.kubeconfig" attach e2e-attach -c ticker 2>&1) || true
+		check "kubectl attach (no stdin) streams output" eval 'grep -q "^tick [0-9]*$" <<<"$out"' ||
+			e2e_log "kubectl attach output: $(head -c 600 <<<"$out")"
+		out=$( (printf 'hello-attach\n'; sleep 3) | timeout 20 "$KUBECTL" --kubeconfig "$E2E_TMP/admin.kubeconfig" attach -i e2e-attach -c reader 2>&1) || true
+		check "kubectl attach -i: stdin reaches the container (its log shows the line)" \
+			wait_for 10 eval "kubectl logs e2e-attach -c reader | grep -q 'attached got: hello-attach'"
+		check "kubectl attach -i: the container's answer comes back through attach" \
+			eval 'grep -q "attached got: hello-attach" <<<"$out"' ||
+			e2e_log "kubectl attach -i output: $(head -c 600 <<<"$out")"
+	fi
+
+	# Deployment: 3 replicas with an exec readiness probe and memory limits.
+	t0=$(e2e_now)
+	kubectl apply -f "$E2E_DIR/manifests/deployment.yaml" >/dev/null
+	if check "deployment e2e-deploy: 3 replicas ready" kubectl rollout status deployment/e2e-deploy --timeout=240s >/dev/null; then
+		timing "cluster: deployment apply -> 3/3 ready (exec readiness probe)" "$(e2e_since "$t0")"
+		check "deployment reports readyReplicas=3" \
+			test "$(kubectl get deployment e2e-deploy -o 'jsonpath={.status.readyReplicas}')" = 3
+		check "each replica's container has memory.limit_in_bytes = 64Mi (cgroup v1)" deploy_memory_limits
+	else
+		kubectl get pods -o wide >&2 || true
+	fi
+
+	# Job completes.
+	kubectl apply -f "$E2E_DIR/manifests/job.yaml" >/dev/null
+	check "job e2e-job completes" kubectl wait --for=condition=Complete job/e2e-job --timeout=180s >/dev/null &&
+		check "job output in kubectl logs" eval "kubectl logs job/e2e-job | grep -q job-done"
+
+	# A container that exits 3: exit code 3, restarts with back-off.
+	kubectl apply -f "$E2E_DIR/manifests/crash.yaml" >/dev/null
+	check "crashing container reports exit code 3" \
+		wait_for 120 eval '[ "$(pod_field e2e-crash "{.status.containerStatuses[0].lastState.terminated.exitCode}")" = 3 ]'
+	check "crashing container is in CrashLoopBackOff" \
+		wait_for 120 eval '[ "$(pod_field e2e-crash "{.status.containerStatuses[0].state.waiting.reason}")" = CrashLoopBackOff ]'
+	check "crashing container restarted at least twice (back-off)" \
+		wait_for 120 eval "[ \"\$(pod_field e2e-crash '{.status.containerStatuses[0].restartCount}')\" -ge 2 ]"
+	crash_backoff_check
+	check "crashing container's output in kubectl logs --previous" \
+		eval "kubectl logs e2e-crash --previous | grep -q 'about to exit 3'"
+
+	# kubectl delete removes everything.
+	t0=$(e2e_now)
+	kubectl delete deployment e2e-deploy --wait=false >/dev/null || true
+	kubectl delete job e2e-job --cascade=foreground --wait=false >/dev/null || true
+	kubectl delete pod e2e-pod e2e-attach e2e-crash --wait=false >/dev/null || true
+	check "all pods gone from the API" \
+		wait_for 180 eval "[ -z \"\$(kubectl get pods -o name)\" ]" || kubectl get pods -o wide >&2 || true
+	if check "kubectl delete: all containers stopped" wait_for 60 eval '[ "$(crictl ps -q | grep -c .)" = 0 ]'; then
+		timing "cluster: kubectl delete -> all containers stopped" "$(e2e_since "$t0")"
+	fi
+	if check "kubectl delete: sandboxes and containers removed within 150s" wait_for 150 eval "no_sandboxes && no_containers"; then
+		timing "cluster: kubectl delete -> all sandboxes removed (kubelet GC)" "$(e2e_since "$t0")"
+	fi
+	check "kubectl delete: pod cgroups removed" wait_for 60 no_pod_cgroups
+	check "no leaked netns, mounts, cgroups or processes" leak_check
+	for i in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+		check "$i still running" proc_running "$i"
+	done
+	cri_report cluster "$mark" "$KUBELET_LOG"
+	kubelet_stop cluster
+	proc_stop kube-scheduler
+	proc_stop kube-controller-manager
+	proc_stop kube-apiserver
+	proc_stop etcd
+}
+
+# deploy_memory_limits: every e2e-deploy pod has a container cgroup (below the kubelet's
+# pod cgroup) limited to 64Mi.
+deploy_memory_limits() {
+	local uid n=0 mem=/sys/fs/cgroup/memory d
+	for uid in $(kubectl get pods -l app=e2e-deploy -o 'jsonpath={.items[*].metadata.uid}'); do
+		d=$(find "$mem$CGROUP_ROOT/kubepods" -maxdepth 2 -type d -name "pod$uid" | head -n 1)
+		[ -n "$d" ] || { e2e_log "no memory cgroup for pod $uid"; return 1; }
+		if grep -qx 67108864 "$d"/*/memory.limit_in_bytes 2>/dev/null; then
+			n=$((n + 1))
+		else
+			e2e_log "pod $uid: container limits: $(cat "$d"/*/memory.limit_in_bytes 2>/dev/null | tr '\n' ' ')"
+		fi
+	done
+	[ "$n" = 3 ]
+}
+
+# crash_backoff_check: the gaps between restarts grow (10s, 20s, ... back-off), seen in
+# the kubelet's events ("Back-off restarting failed container").
+crash_backoff_check() {
+	check "kubelet reports BackOff events for e2e-crash" \
+		eval "kubectl get events --field-selector involvedObject.name=e2e-crash -o 'jsonpath={.items[*].reason}' | grep -qw BackOff"
+}
+
+# ---- run --------------------------------------------------------------------------------
+for E2E_MODE in $MODES; do
+	case $E2E_MODE in
+	standalone | cluster) ;;
+	*) echo "e2e: unknown mode $E2E_MODE" >&2; exit 2 ;;
+	esac
+	e2e_log "======== mode $E2E_MODE ========"
+	start=$(date +%s)
+	if ! "mode_$E2E_MODE"; then
+		E2E_FAILS+=("$E2E_MODE: stopped early (see the FAIL above)")
+	fi
+	e2e_log "======== mode $E2E_MODE finished in $(($(date +%s) - start))s ========"
+	# Whatever the mode left running is stopped before the next one.
+	proc_stop_all
+done
+E2E_MODE=teardown
