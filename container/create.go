@@ -3,9 +3,11 @@ package container
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -73,6 +75,7 @@ func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config
 	log := m.log.With("pod", pod.ID, "container", id, "name", cfg.Name)
 	timings, err := steps.Run(ctx, log, []steps.Step{
 		{Name: "acquire image", Do: c.acquireImage, Undo: c.releaseImage},
+		{Name: "acquire image volumes", Do: c.acquireImageVolumes, Undo: c.releaseImageVolumes},
 		{Name: "record intent", Do: c.recordIntent, Undo: c.removeDirs},
 		{Name: "mount rootfs", Do: c.mountRootfs, Undo: c.unmountRootfs},
 		{Name: "build spec", Do: c.buildSpec},
@@ -114,6 +117,27 @@ func (c *creation) releaseImage(context.Context) error {
 	return c.m.opts.Images.Release(c.img.ID)
 }
 
+func (c *creation) acquireImageVolumes(ctx context.Context) error {
+	ims, err := acquireImageVolumes(c.m.opts.Images, c.rec.Config.Mounts, c.m.imageVolumesDir(c.rec.ID))
+	c.rec.ImageMounts = ims
+	if err != nil {
+		return errors.Join(err, c.releaseImageVolumes(ctx))
+	}
+	return nil
+}
+
+func (c *creation) releaseImageVolumes(context.Context) error {
+	if err := releaseImageVolumes(c.m.opts.Images, c.rec.ImageMounts, c.m.imageVolumesDir(c.rec.ID)); err != nil {
+		return err
+	}
+	c.rec.ImageMounts = nil
+	// The step may have created the state dir; later steps remove it.
+	if err := os.Remove(c.m.ctrStateDir(c.rec.ID)); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
+		return fmt.Errorf("remove state dir: %w", err)
+	}
+	return nil
+}
+
 func (c *creation) recordIntent(context.Context) error {
 	for _, d := range []string{c.m.rootDir(c.rec.ID), c.m.ctrStateDir(c.rec.ID)} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
@@ -134,9 +158,11 @@ func (c *creation) unmountRootfs(context.Context) error {
 }
 
 func (c *creation) buildSpec(context.Context) error {
+	cfg := c.rec.Config
+	cfg.Mounts = withImageVolumes(cfg.Mounts, c.rec.ImageMounts)
 	in := SpecInput{
 		ID:          c.rec.ID,
-		Config:      c.rec.Config,
+		Config:      cfg,
 		Image:       imageConfig(c.img),
 		Rootfs:      c.m.rootfsPath(c.rec.ID),
 		Pod:         c.pod,
@@ -231,6 +257,10 @@ func imageConfig(img image.Image) ImageConfig {
 
 // removeDirs deletes the container's state and root directories.
 func (m *Manager) removeDirs(id string) error {
+	// Never walk into a mounted image volume.
+	if err := unmountImageVolumes(m.imageVolumesDir(id)); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(m.ctrStateDir(id)); err != nil {
 		return fmt.Errorf("remove state dir: %w", err)
 	}

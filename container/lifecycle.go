@@ -253,6 +253,10 @@ func (m *Manager) release(ctx context.Context, rec Record) error {
 	if err := unmountRootfs(m.rootfsPath(rec.ID)); err != nil {
 		return err
 	}
+	if err := m.releaseImageVolumes(rec); err != nil {
+		return err
+	}
+	m.metrics.forget(rec.ID)
 	if rec.ImageID != "" {
 		if err := m.opts.Images.Release(rec.ImageID); err != nil {
 			m.log.Warn("release image", "container", rec.ID, "image", rec.ImageID, "err", err)

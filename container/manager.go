@@ -41,6 +41,8 @@ type Manager struct {
 	store *store
 	names *names
 	rates *rates
+	// metrics caches the CRI metrics samples (see metrics.go).
+	metrics *metricsCache
 }
 
 // New creates the manager and recovers the containers a previous run left.
@@ -48,7 +50,8 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames(), rates: &rates{last: map[string]Usage{}}}
+	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames(), rates: &rates{last: map[string]Usage{}},
+		metrics: newMetricsCache()}
 	for _, d := range []string{m.recordsDir(), m.stateDir(), m.runcRoot()} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)

@@ -142,7 +142,8 @@ func inMounts(containerPath string, mounts []Mount) bool {
 func validateMounts(mounts []Mount) error {
 	for _, m := range mounts {
 		if m.Image != "" {
-			return fmt.Errorf("%w: mount at %q: image volumes are not supported yet", ErrInvalid, m.ContainerPath)
+			// Create mounts image volumes and hands them over as binds.
+			return fmt.Errorf("%w: mount at %q: image volume was not mounted", ErrInvalid, m.ContainerPath)
 		}
 		if m.ContainerPath == "" || !filepath.IsAbs(m.ContainerPath) {
 			return fmt.Errorf("%w: mount container path %q is not absolute", ErrInvalid, m.ContainerPath)

@@ -36,6 +36,7 @@ func (m *Manager) recover(ctx context.Context) error {
 			if _, err := m.opts.Images.Acquire(rec.ImageID); err != nil {
 				m.log.Warn("image of recovered container is gone", "container", id, "image", rec.ImageID, "err", err)
 			}
+			m.reacquireImageVolumes(rec)
 			c := newContainer(rec, m.recordPath(id))
 			m.store.add(c)
 			m.names.reserve(nameKey(rec.PodID, rec.Config), id)

@@ -89,6 +89,9 @@ type Record struct {
 	ImageID   string `json:"image_id"`
 	ImageRef  string `json:"image_ref"`  // repo digest, else the ID
 	ImageName string `json:"image_name"` // a repo tag of the image, else the request
+	// ImageMounts are the container's image volumes, in the order of its
+	// image mounts.
+	ImageMounts []ImageMount `json:"image_mounts,omitempty"`
 	// User is the identity the container's process runs with.
 	User *User `json:"user,omitempty"`
 	// ImageStopSignal is the image config's StopSignal.

@@ -12,6 +12,8 @@ import (
 type InterfaceStats struct {
 	Name                                 string
 	RxBytes, RxErrors, TxBytes, TxErrors uint64
+	RxPackets, RxDropped                 uint64
+	TxPackets, TxDropped                 uint64
 }
 
 // PodInterfaceStats reads the interface counters of the network namespace
@@ -31,11 +33,14 @@ func PodInterfaceStats(pid int) ([]InterfaceStats, error) {
 		}
 		name = strings.TrimSpace(name)
 		fields := strings.Fields(rest)
-		if name == "lo" || len(fields) < 11 {
+		if name == "lo" || len(fields) < 12 {
 			continue
 		}
 		n := func(i int) uint64 { v, _ := strconv.ParseUint(fields[i], 10, 64); return v }
-		out = append(out, InterfaceStats{Name: name, RxBytes: n(0), RxErrors: n(2), TxBytes: n(8), TxErrors: n(10)})
+		out = append(out, InterfaceStats{
+			Name: name, RxBytes: n(0), RxPackets: n(1), RxErrors: n(2), RxDropped: n(3),
+			TxBytes: n(8), TxPackets: n(9), TxErrors: n(10), TxDropped: n(11),
+		})
 	}
 	return out, sc.Err()
 }

@@ -26,6 +26,7 @@ type Containers interface {
 	Stats(id string) (container.Stats, error)
 	ListStats(f container.Filter) []container.Stats
 	PodStats(podID string) (container.PodStats, error)
+	PodMetrics(podID string) (container.PodSample, error)
 	UpdateResources(ctx context.Context, id string, r container.Resources) error
 }
 
@@ -131,7 +132,7 @@ func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSta
 		Message:     st.Message,
 		Labels:      c.Config.Labels,
 		Annotations: c.Config.Annotations,
-		Mounts:      mountsToCRI(c.Config.Mounts),
+		Mounts:      mountsToCRI(c.Config.Mounts, c.ImageMounts),
 		LogPath:     c.LogPath,
 		Resources:   &runtimeapi.ContainerResources{Linux: resourcesToCRI(c.Config.Resources)},
 	}

@@ -158,7 +158,9 @@ func containerStateFromCRI(s runtimeapi.ContainerState) container.State {
 	return container.State("unknown")
 }
 
-func mountsToCRI(ms []container.Mount) []*runtimeapi.Mount {
+// mountsToCRI reports the mounts; an image mount carries the image as
+// requested and the ID of the image it mounted (ImageSpec.image_ref).
+func mountsToCRI(ms []container.Mount, ims []container.ImageMount) []*runtimeapi.Mount {
 	out := make([]*runtimeapi.Mount, 0, len(ms))
 	for _, m := range ms {
 		cm := &runtimeapi.Mount{
@@ -168,6 +170,12 @@ func mountsToCRI(ms []container.Mount) []*runtimeapi.Mount {
 		}
 		if m.Image != "" {
 			cm.Image = &runtimeapi.ImageSpec{Image: m.Image}
+			for _, im := range ims {
+				if im.ContainerPath == m.ContainerPath {
+					cm.Image.ImageRef = im.ImageID
+					break
+				}
+			}
 		}
 		out = append(out, cm)
 	}

@@ -1,0 +1,240 @@
+package container
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/internal/mounts"
+)
+
+// ImageMount is an image volume (KEP-4639) as the container holds it: the
+// image is pinned and an overlay of its layers is mounted read-only under
+// the container's state directory.
+type ImageMount struct {
+	ContainerPath string `json:"container_path"`
+	Image         string `json:"image"`    // the reference as requested
+	ImageID       string `json:"image_id"` // pinned with Images.Acquire
+	SubPath       string `json:"sub_path,omitempty"`
+	// Source is what is bound into the container: the overlay, or the
+	// sub path resolved inside it.
+	Source string `json:"source"`
+}
+
+// imageVolumesDir holds one overlay mount point per image volume.
+func (m *Manager) imageVolumesDir(id string) string {
+	return filepath.Join(m.ctrStateDir(id), "imagevols")
+}
+
+// validateImageMount rejects what cannot be an image volume.
+func validateImageMount(mt *Mount) error {
+	if mt.ContainerPath == "" || !filepath.IsAbs(mt.ContainerPath) {
+		return fmt.Errorf("%w: image mount container path %q is not absolute", ErrInvalid, mt.ContainerPath)
+	}
+	if !mt.Readonly {
+		return fmt.Errorf("%w: image mount at %q must be read-only", ErrInvalid, mt.ContainerPath)
+	}
+	if mt.HostPath != "" {
+		return fmt.Errorf("%w: image mount at %q cannot have a host path", ErrInvalid, mt.ContainerPath)
+	}
+	if mt.Propagation != PropagationPrivate {
+		return fmt.Errorf("%w: image mount at %q needs private propagation", ErrInvalid, mt.ContainerPath)
+	}
+	if p := mt.ImageSubPath; p != "" {
+		if filepath.IsAbs(p) || slices.Contains(strings.Split(p, "/"), "..") {
+			return fmt.Errorf("%w: image sub path %q must be relative and stay inside the image", ErrInvalid, p)
+		}
+	}
+	return nil
+}
+
+// acquireImageVolumes pins the image of each image mount and mounts its
+// layers read-only under dir (dir/<n>). On error it also returns what it
+// pinned so far, for releaseImageVolumes.
+func acquireImageVolumes(images Images, cri []Mount, dir string) ([]ImageMount, error) {
+	for i := range cri {
+		if cri[i].Image != "" {
+			if err := validateImageMount(&cri[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []ImageMount
+	for _, mt := range cri {
+		if mt.Image == "" {
+			continue
+		}
+		img, err := images.Acquire(mt.Image)
+		if err != nil {
+			return out, fmt.Errorf("image volume at %q: %w", mt.ContainerPath, err)
+		}
+		out = append(out, ImageMount{ContainerPath: mt.ContainerPath, Image: mt.Image, ImageID: img.ID, SubPath: mt.ImageSubPath})
+		root := filepath.Join(dir, strconv.Itoa(len(out)-1))
+		if err := mountImageLayers(img, root); err != nil {
+			return out, fmt.Errorf("image volume at %q: %w", mt.ContainerPath, err)
+		}
+		src, err := resolveSubPath(root, mt.ImageSubPath)
+		if err != nil {
+			return out, fmt.Errorf("image volume at %q: %w", mt.ContainerPath, err)
+		}
+		out[len(out)-1].Source = src
+	}
+	return out, nil
+}
+
+// mountImageLayers mounts an overlay of the image's layers, lower dirs
+// only, so that it is read-only and writes nothing to the layers.
+func mountImageLayers(img image.Image, target string) error {
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("create image volume mount point: %w", err)
+	}
+	layers := img.Layers
+	switch len(layers) {
+	case 0: // an empty, read-only directory
+		return bindReadonly(target, target)
+	case 1: // overlayfs wants two lower dirs when it has no upper one
+		return bindReadonly(layers[0], target)
+	}
+	lower := make([]string, 0, len(layers))
+	for i := len(layers) - 1; i >= 0; i-- {
+		lower = append(lower, layers[i])
+	}
+	opts := "lowerdir=" + strings.Join(lower, ":")
+	if len(opts) >= unix.Getpagesize() {
+		return fmt.Errorf("overlay options for %d layers exceed a page", len(layers))
+	}
+	if err := unix.Mount("overlay", target, "overlay", unix.MS_RDONLY, opts); err != nil {
+		return fmt.Errorf("mount image overlay: %w", err)
+	}
+	return nil
+}
+
+// bindReadonly binds src at target, read-only.
+func bindReadonly(src, target string) error {
+	if err := unix.Mount(src, target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind image layer: %w", err)
+	}
+	if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		return errors.Join(fmt.Errorf("remount image layer read-only: %w", err), mounts.UnmountAll(target))
+	}
+	return nil
+}
+
+// resolveSubPath resolves sub inside root, symlinks included, without
+// leaving root; it must exist.
+func resolveSubPath(root, sub string) (string, error) {
+	if sub == "" {
+		return root, nil
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, root, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY})
+	if err != nil {
+		return "", fmt.Errorf("open image volume root: %w", err)
+	}
+	defer unix.Close(fd)
+	sfd, err := unix.Openat2(fd, sub, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+	})
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+		return "", fmt.Errorf("%w: image sub path %q does not exist in the image", ErrInvalid, sub)
+	}
+	if err != nil {
+		return "", fmt.Errorf("resolve image sub path %q: %w", sub, err)
+	}
+	defer unix.Close(sfd)
+	p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", sfd))
+	if err != nil {
+		return "", fmt.Errorf("resolve image sub path %q: %w", sub, err)
+	}
+	return p, nil
+}
+
+// releaseImageVolumes unmounts the image volumes under dir, removes dir,
+// then drops their pins.
+func releaseImageVolumes(images Images, ims []ImageMount, dir string) error {
+	if err := unmountImageVolumes(dir); err != nil {
+		// A volume still mounted keeps using its layers: keep the pins.
+		return err
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove image volumes dir: %w", err)
+	}
+	var errs []error
+	for _, im := range ims {
+		if err := images.Release(im.ImageID); err != nil {
+			errs = append(errs, fmt.Errorf("release image %s: %w", im.ImageID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmountImageVolumes unmounts every image volume under dir; it is
+// idempotent and needs no record, so crash recovery can run it.
+func unmountImageVolumes(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list image volumes: %w", err)
+	}
+	var errs []error
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if err := mounts.UnmountAll(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove image volume mount point: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// withImageVolumes returns the CRI mounts with each image mount replaced by
+// a read-only bind of its resolved source, for the spec builder.
+func withImageVolumes(cri []Mount, ims []ImageMount) []Mount {
+	out := make([]Mount, 0, len(cri))
+	n := 0
+	for _, mt := range cri {
+		if mt.Image != "" && n < len(ims) {
+			out = append(out, Mount{ContainerPath: mt.ContainerPath, HostPath: ims[n].Source, Readonly: true})
+			n++
+			continue
+		}
+		out = append(out, mt)
+	}
+	return out
+}
+
+// releaseImageVolumes unmounts a container's image volumes (found on disk,
+// so a crashed creation is covered too) and drops their pins.
+func (m *Manager) releaseImageVolumes(rec Record) error {
+	if err := unmountImageVolumes(m.imageVolumesDir(rec.ID)); err != nil {
+		return err
+	}
+	for _, im := range rec.ImageMounts {
+		if err := m.opts.Images.Release(im.ImageID); err != nil {
+			m.log.Warn("release image of image volume", "container", rec.ID, "image", im.ImageID, "err", err)
+		}
+	}
+	return nil
+}
+
+// reacquireImageVolumes pins again, after a restart, the images a recovered
+// container uses as volumes.
+func (m *Manager) reacquireImageVolumes(rec Record) {
+	for _, im := range rec.ImageMounts {
+		if _, err := m.opts.Images.Acquire(im.ImageID); err != nil {
+			m.log.Warn("image of recovered image volume is gone", "container", rec.ID, "image", im.ImageID, "err", err)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package container
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/image"
+)
+
+// fakeImages pins images by ID and counts the pins.
+type fakeImages struct {
+	images map[string]image.Image // by reference
+	pins   map[string]int
+}
+
+func (f *fakeImages) Acquire(ref string) (image.Image, error) {
+	img, ok := f.images[ref]
+	if !ok {
+		return image.Image{}, image.ErrNotFound
+	}
+	f.pins[img.ID]++
+	return img, nil
+}
+
+func (f *fakeImages) Release(id string) error {
+	if f.pins[id] > 0 {
+		f.pins[id]--
+	}
+	return nil
+}
+
+// layeredImage builds an image of two layers: the lower has etc/passwd
+// and a symlink that points out of the image, the upper adds bin/sh.
+func layeredImage(t *testing.T) (*fakeImages, string) {
+	t.Helper()
+	dir := t.TempDir()
+	lower, upper := filepath.Join(dir, "l0"), filepath.Join(dir, "l1")
+	for _, d := range []string{filepath.Join(lower, "etc"), filepath.Join(upper, "bin")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(lower, "etc", "passwd"), "root:x:0:0::/root:/bin/sh\n")
+	write(filepath.Join(upper, "bin", "sh"), "#!\n")
+	if err := os.Symlink("/etc", filepath.Join(lower, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeImages{
+		images: map[string]image.Image{"vol:1": {ID: "sha256:vol", Layers: []string{lower, upper}}},
+		pins:   map[string]int{},
+	}
+	return f, filepath.Join(dir, "imagevols")
+}
+
+func TestValidateImageMount(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    Mount
+		want string
+	}{
+		{"ok", Mount{ContainerPath: "/v", Image: "i", Readonly: true}, ""},
+		{"ok sub path", Mount{ContainerPath: "/v", Image: "i", Readonly: true, ImageSubPath: "a/b"}, ""},
+		{"read-write", Mount{ContainerPath: "/v", Image: "i"}, "must be read-only"},
+		{"relative", Mount{ContainerPath: "v", Image: "i", Readonly: true}, "not absolute"},
+		{"host path", Mount{ContainerPath: "/v", Image: "i", Readonly: true, HostPath: "/x"}, "host path"},
+		{"absolute sub path", Mount{ContainerPath: "/v", Image: "i", Readonly: true, ImageSubPath: "/etc"}, "relative"},
+		{"escaping sub path", Mount{ContainerPath: "/v", Image: "i", Readonly: true, ImageSubPath: "a/../../x"}, "relative"},
+		{"shared", Mount{ContainerPath: "/v", Image: "i", Readonly: true, Propagation: PropagationBidirectional}, "private"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := validateImageMount(&tc.m)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalid with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestWithImageVolumesReplacesImageMountsInOrder(t *testing.T) {
+	cri := []Mount{
+		{ContainerPath: "/a", Image: "x", Readonly: true},
+		{ContainerPath: "/h", HostPath: "/host"},
+		{ContainerPath: "/b", Image: "y", Readonly: true, ImageSubPath: "etc"},
+	}
+	ims := []ImageMount{{ContainerPath: "/a", Source: "/s/0"}, {ContainerPath: "/b", Source: "/s/1/etc"}}
+	got := withImageVolumes(cri, ims)
+	want := []Mount{
+		{ContainerPath: "/a", HostPath: "/s/0", Readonly: true},
+		{ContainerPath: "/h", HostPath: "/host"},
+		{ContainerPath: "/b", HostPath: "/s/1/etc", Readonly: true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if got[i].ContainerPath != want[i].ContainerPath || got[i].HostPath != want[i].HostPath ||
+			got[i].Readonly != want[i].Readonly || got[i].Image != "" {
+			t.Fatalf("mount %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestResolveSubPathStaysInRoot(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc", "ssl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/ssl", filepath.Join(root, "certs")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := resolveSubPath(root, "certs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(root, "etc", "ssl"); got != want {
+		t.Fatalf("certs -> %s, want %s (inside the root)", got, want)
+	}
+	if _, err := resolveSubPath(root, "missing"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("missing sub path: %v, want ErrInvalid", err)
+	}
+	if got, _ := resolveSubPath(root, ""); got != root {
+		t.Fatalf("empty sub path -> %s", got)
+	}
+}
+
+func needRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+func TestAcquireImageVolumesMountsReadOnlyOverlay(t *testing.T) {
+	needRoot(t)
+	images, dir := layeredImage(t)
+	cri := []Mount{
+		{ContainerPath: "/whole", Image: "vol:1", Readonly: true},
+		{ContainerPath: "/etc-only", Image: "vol:1", Readonly: true, ImageSubPath: "etc"},
+	}
+	ims, err := acquireImageVolumes(images, cri, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { releaseImageVolumes(images, ims, dir) })
+	if images.pins["sha256:vol"] != 2 || len(ims) != 2 {
+		t.Fatalf("pins = %v, mounts = %+v", images.pins, ims)
+	}
+	for _, p := range []string{filepath.Join(ims[0].Source, "bin", "sh"), filepath.Join(ims[0].Source, "etc", "passwd"), filepath.Join(ims[1].Source, "passwd")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("image file not visible: %v", err)
+		}
+	}
+	err = os.WriteFile(filepath.Join(ims[0].Source, "new"), nil, 0o644)
+	if !errors.Is(err, unix.EROFS) {
+		t.Fatalf("write to image volume: %v, want EROFS", err)
+	}
+	if ims[0].ImageID != "sha256:vol" || ims[0].Image != "vol:1" || ims[1].SubPath != "etc" {
+		t.Fatalf("recorded %+v", ims)
+	}
+
+	if err := releaseImageVolumes(images, ims, dir); err != nil {
+		t.Fatal(err)
+	}
+	if images.pins["sha256:vol"] != 0 {
+		t.Fatalf("pins after release = %v", images.pins)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("image volumes dir left: %v", err)
+	}
+}
+
+func TestAcquireImageVolumesMissingSubPathReturnsWhatToRelease(t *testing.T) {
+	needRoot(t)
+	images, dir := layeredImage(t)
+	cri := []Mount{
+		{ContainerPath: "/ok", Image: "vol:1", Readonly: true},
+		{ContainerPath: "/bad", Image: "vol:1", Readonly: true, ImageSubPath: "not-there"},
+	}
+	ims, err := acquireImageVolumes(images, cri, dir)
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	if len(ims) != 2 || images.pins["sha256:vol"] != 2 {
+		t.Fatalf("partial = %+v, pins = %v", ims, images.pins)
+	}
+	if err := releaseImageVolumes(images, ims, dir); err != nil {
+		t.Fatal(err)
+	}
+	if images.pins["sha256:vol"] != 0 {
+		t.Fatalf("pins after release = %v", images.pins)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("image volumes dir left: %v", err)
+	}
+}
+
+func TestAcquireImageVolumesRejectsBeforePinning(t *testing.T) {
+	images, dir := layeredImage(t)
+	cri := []Mount{
+		{ContainerPath: "/ok", Image: "vol:1", Readonly: true},
+		{ContainerPath: "/rw", Image: "vol:1"},
+	}
+	if _, err := acquireImageVolumes(images, cri, dir); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	if images.pins["sha256:vol"] != 0 {
+		t.Fatalf("pinned %v", images.pins)
+	}
+	if _, err := acquireImageVolumes(images, []Mount{{ContainerPath: "/x", Image: "nope", Readonly: true}}, dir); !errors.Is(err, image.ErrNotFound) {
+		t.Fatalf("unknown image: %v", err)
+	}
+}
+
+func TestUnmountImageVolumesIsIdempotent(t *testing.T) {
+	needRoot(t)
+	images, dir := layeredImage(t)
+	ims, err := acquireImageVolumes(images, []Mount{{ContainerPath: "/v", Image: "vol:1", Readonly: true}}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := unmountImageVolumes(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(b), dir) {
+		t.Fatal("an image volume is still mounted")
+	}
+	_ = ims
+}

@@ -1,0 +1,311 @@
+package container
+
+import (
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/network"
+)
+
+// Sample is everything the CRI metrics report about one container, read
+// in one pass: one cgroup stats read, one walk of its processes, one
+// statfs of its writable layer.
+type Sample struct {
+	Info
+	Timestamp time.Time
+
+	CPUTotal, CPUUser, CPUSystem      uint64 // nanoseconds
+	CFSPeriods, CFSThrottledPeriods   uint64
+	CFSThrottledNanos                 uint64
+	MemoryUsage, MemoryMaxUsage       uint64
+	MemoryWorkingSet, MemoryRSS       uint64
+	MemoryCache, MemoryMappedFile     uint64
+	MemorySwap, MemoryKernel          uint64
+	MemoryFailcnt                     uint64
+	PgFault, PgMajFault               uint64 // this cgroup
+	HierPgFault, HierPgMajFault       uint64 // with its children
+	OOMEvents                         uint64
+	Processes, Threads, ThreadsMax    uint64
+	FileDescriptors, Sockets          uint64
+	Hugetlb                           map[string]cgroups.HugetlbStats // by page size
+	Blkio                             []BlkioDevice
+	FS                                FSUsage
+	CgroupStatsErr, ProcessesErr, Err error // what could not be read (for logs)
+}
+
+// BlkioDevice is the block I/O of a container on one device.
+type BlkioDevice struct {
+	Major, Minor                         uint64
+	Device                               string
+	ReadBytes, WriteBytes, Reads, Writes uint64
+}
+
+// FSUsage is the container's writable layer and its filesystem.
+type FSUsage struct {
+	Device                  string
+	UsageBytes, LimitBytes  uint64
+	InodesTotal, InodesFree uint64
+	UsageInodes             uint64
+}
+
+// PodSample is a pod's network counters and its containers' samples.
+type PodSample struct {
+	PodID string
+	// CgroupPath is the pod's cgroup ("/<parent>/<pod id>").
+	CgroupPath string
+	Timestamp  time.Time
+	Interfaces []network.InterfaceStats
+	Containers []Sample
+}
+
+// Metrics are cached this long per container: scrapes closer together
+// reuse one read of the cgroup and the processes.
+const metricsTTL = time.Second
+
+// diskTTL bounds how often the writable layer is walked for its usage.
+const diskTTL = 10 * time.Second
+
+// metricsCache keeps the last sample of each container.
+type metricsCache struct {
+	mu      sync.Mutex
+	samples map[string]Sample
+	disk    map[string]diskEntry
+}
+
+type diskEntry struct {
+	at            time.Time
+	bytes, inodes uint64
+}
+
+func newMetricsCache() *metricsCache {
+	return &metricsCache{samples: map[string]Sample{}, disk: map[string]diskEntry{}}
+}
+
+func (mc *metricsCache) forget(id string) {
+	mc.mu.Lock()
+	delete(mc.samples, id)
+	delete(mc.disk, id)
+	mc.mu.Unlock()
+}
+
+// PodMetrics samples a pod: its network namespace's interfaces and each
+// of its running or created containers.
+func (m *Manager) PodMetrics(podID string) (PodSample, error) {
+	pod, err := m.opts.Pods.Pod(podID)
+	if err != nil {
+		return PodSample{}, err
+	}
+	ps := PodSample{PodID: pod.ID, CgroupPath: path.Join("/", pod.CgroupParent, pod.ID), Timestamp: time.Now()}
+	if pod.NetNSPath != "" && pod.Ready {
+		ps.Interfaces, _ = network.PodInterfaceStats(pod.PausePID)
+	}
+	for _, c := range m.store.all(pod.ID) {
+		info := m.info(c)
+		if info.Status.State != StateRunning && info.Status.State != StateCreated {
+			continue
+		}
+		ps.Containers = append(ps.Containers, m.sample(c, info))
+	}
+	return ps, nil
+}
+
+// sample returns the container's cached sample, or reads a new one.
+func (m *Manager) sample(c *Container, info Info) Sample {
+	now := time.Now()
+	mc := m.metrics
+	mc.mu.Lock()
+	s, ok := mc.samples[c.ID()]
+	mc.mu.Unlock()
+	if ok && now.Sub(s.Timestamp) < metricsTTL {
+		s.Info = info
+		return s
+	}
+	s = m.readSample(c.ID(), info, now)
+	mc.mu.Lock()
+	mc.samples[c.ID()] = s
+	mc.mu.Unlock()
+	return s
+}
+
+func (m *Manager) readSample(id string, info Info, now time.Time) Sample {
+	s := Sample{Info: info, Timestamp: now}
+	lc, err := libcontainer.Load(m.runcRoot(), id)
+	if err != nil {
+		s.Err = err
+	} else {
+		if st, err := lc.Stats(); err == nil && st.CgroupStats != nil {
+			s.fromCgroup(st.CgroupStats)
+		} else {
+			s.CgroupStatsErr = err
+		}
+		if state, err := lc.State(); err == nil {
+			s.OOMEvents = oomKills(state.CgroupPaths)
+		}
+		if pids, err := lc.Processes(); err == nil {
+			s.fromProcesses(pids)
+		} else {
+			s.ProcessesErr = err
+		}
+	}
+	s.FS = m.fsUsage(id, now)
+	return s
+}
+
+func (s *Sample) fromCgroup(st *cgroups.Stats) {
+	cpu := st.CpuStats
+	s.CPUTotal, s.CPUUser, s.CPUSystem = cpu.CpuUsage.TotalUsage, cpu.CpuUsage.UsageInUsermode, cpu.CpuUsage.UsageInKernelmode
+	s.CFSPeriods, s.CFSThrottledPeriods = cpu.ThrottlingData.Periods, cpu.ThrottlingData.ThrottledPeriods
+	s.CFSThrottledNanos = cpu.ThrottlingData.ThrottledTime
+
+	u := usageOf(st)
+	mem := st.MemoryStats
+	s.MemoryUsage, s.MemoryWorkingSet, s.MemoryRSS = u.MemoryUsage, u.MemoryWorkingSet, u.MemoryRSS
+	s.MemoryMaxUsage, s.MemoryFailcnt = mem.Usage.MaxUsage, mem.Usage.Failcnt
+	s.MemoryKernel = mem.KernelUsage.Usage
+	s.MemoryCache = firstOf(mem.Stats, "total_cache", "cache", "file")
+	s.MemoryMappedFile = firstOf(mem.Stats, "total_mapped_file", "mapped_file", "file_mapped")
+	s.MemorySwap = firstOf(mem.Stats, "total_swap", "swap")
+	if mem.SwapOnlyUsage.Usage > 0 {
+		s.MemorySwap = mem.SwapOnlyUsage.Usage
+	}
+	s.PgFault, s.PgMajFault = mem.Stats["pgfault"], mem.Stats["pgmajfault"]
+	s.HierPgFault = firstOf(mem.Stats, "total_pgfault", "pgfault")
+	s.HierPgMajFault = firstOf(mem.Stats, "total_pgmajfault", "pgmajfault")
+	if st.PidsStats.Limit > 0 && st.PidsStats.Limit < 1<<62 {
+		s.ThreadsMax = st.PidsStats.Limit
+	}
+	s.Hugetlb = st.HugetlbStats
+	s.Blkio = blkioDevices(&st.BlkioStats)
+}
+
+// firstOf is the first of the keys that m has.
+func firstOf(m map[string]uint64, keys ...string) uint64 {
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			return v
+		}
+	}
+	return 0
+}
+
+// fromProcesses counts the threads, file descriptors and sockets of the
+// container's processes.
+func (s *Sample) fromProcesses(pids []int) {
+	s.Processes = uint64(len(pids))
+	for _, pid := range pids {
+		dir := "/proc/" + strconv.Itoa(pid)
+		if tasks, err := os.ReadDir(dir + "/task"); err == nil {
+			s.Threads += uint64(len(tasks))
+		}
+		fds, err := os.ReadDir(dir + "/fd")
+		if err != nil {
+			continue
+		}
+		s.FileDescriptors += uint64(len(fds))
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + "/fd/" + fd.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+				s.Sockets++
+			}
+		}
+	}
+}
+
+// oomKills reads the cgroup's OOM kill count (v1 memory.oom_control, v2
+// memory.events).
+func oomKills(paths map[string]string) uint64 {
+	file, key := "", "oom_kill"
+	if p, ok := paths["memory"]; ok {
+		file = path.Join(p, "memory.oom_control")
+	} else if p, ok := paths[""]; ok {
+		file = path.Join(p, "memory.events")
+	}
+	if file == "" {
+		return 0
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == key {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// blkioDevices sums the recursive blkio counters per device.
+func blkioDevices(b *cgroups.BlkioStats) []BlkioDevice {
+	var out []BlkioDevice
+	dev := func(major, minor uint64) *BlkioDevice {
+		for i := range out {
+			if out[i].Major == major && out[i].Minor == minor {
+				return &out[i]
+			}
+		}
+		out = append(out, BlkioDevice{Major: major, Minor: minor, Device: blockDeviceName(major, minor)})
+		return &out[len(out)-1]
+	}
+	for _, e := range b.IoServiceBytesRecursive {
+		switch strings.ToLower(e.Op) {
+		case "read":
+			dev(e.Major, e.Minor).ReadBytes += e.Value
+		case "write":
+			dev(e.Major, e.Minor).WriteBytes += e.Value
+		}
+	}
+	for _, e := range b.IoServicedRecursive {
+		switch strings.ToLower(e.Op) {
+		case "read":
+			dev(e.Major, e.Minor).Reads += e.Value
+		case "write":
+			dev(e.Major, e.Minor).Writes += e.Value
+		}
+	}
+	return out
+}
+
+// blockDeviceName is /dev/<name> of a block device, from sysfs.
+func blockDeviceName(major, minor uint64) string {
+	l, err := os.Readlink("/sys/dev/block/" + strconv.FormatUint(major, 10) + ":" + strconv.FormatUint(minor, 10))
+	if err != nil {
+		return ""
+	}
+	return "/dev/" + path.Base(l)
+}
+
+// fsUsage reports the writable layer: its usage (walked at most every
+// diskTTL) and its filesystem's size and inodes.
+func (m *Manager) fsUsage(id string, now time.Time) FSUsage {
+	upper := path.Join(m.rootDir(id), "fs", "upper")
+	mc := m.metrics
+	mc.mu.Lock()
+	d, ok := mc.disk[id]
+	mc.mu.Unlock()
+	if !ok || now.Sub(d.at) >= diskTTL {
+		d.at = now
+		d.bytes, d.inodes = diskUsage(upper)
+		mc.mu.Lock()
+		mc.disk[id] = d
+		mc.mu.Unlock()
+	}
+	fs := FSUsage{UsageBytes: d.bytes, UsageInodes: d.inodes}
+	if mi, err := lookupMount(upper); err == nil {
+		fs.Device = mi.Source
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(upper, &st); err == nil {
+		fs.LimitBytes = st.Blocks * uint64(st.Bsize)
+		fs.InodesTotal, fs.InodesFree = st.Files, st.Ffree
+	}
+	return fs
+}
