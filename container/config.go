@@ -152,9 +152,25 @@ type PodInfo struct {
 	ShmPath        string            `json:"shm_path,omitempty"` // empty: the host's /dev/shm
 	CgroupParent   string            `json:"cgroup_parent"`
 	Sysctls        map[string]string `json:"sysctls,omitempty"`
+	// UserNS is the pod's own user namespace (held by the pause); nil means
+	// the host's.
+	UserNS *IDMappings `json:"userns,omitempty"`
 
 	// Not used by the spec: where the pod's monitor and logs live.
 	MonitorDir   string `json:"monitor_dir"`
 	LogDirectory string `json:"log_directory,omitempty"`
 	Ready        bool   `json:"ready"`
+}
+
+// IDMappings are the UID and GID mappings of a user namespace.
+type IDMappings struct {
+	UIDs []IDMapping `json:"uids"`
+	GIDs []IDMapping `json:"gids"`
+}
+
+// IDMapping maps Length IDs from ContainerID (inside) to HostID (outside).
+type IDMapping struct {
+	ContainerID uint32 `json:"container_id"`
+	HostID      uint32 `json:"host_id"`
+	Length      uint32 `json:"length"`
 }

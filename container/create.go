@@ -118,7 +118,7 @@ func (c *creation) releaseImage(context.Context) error {
 }
 
 func (c *creation) acquireImageVolumes(ctx context.Context) error {
-	ims, err := acquireImageVolumes(c.m.opts.Images, c.rec.Config.Mounts, c.m.imageVolumesDir(c.rec.ID))
+	ims, err := acquireImageVolumes(c.m.opts.Images, c.rec.Config.Mounts, c.m.imageVolumesDir(c.rec.ID), c.usernsPath())
 	c.rec.ImageMounts = ims
 	if err != nil {
 		return errors.Join(err, c.releaseImageVolumes(ctx))
@@ -149,8 +149,20 @@ func (c *creation) recordIntent(context.Context) error {
 
 func (c *creation) removeDirs(context.Context) error { return c.m.removeDirs(c.rec.ID) }
 
+// usernsPath names the pod's user namespace, "" for the host's.
+func (c *creation) usernsPath() string {
+	if c.pod.UserNS == nil {
+		return ""
+	}
+	return fmt.Sprintf("/proc/%d/ns/user", c.pod.PausePID)
+}
+
 func (c *creation) mountRootfs(context.Context) error {
-	return mountRootfs(c.img.Layers, c.m.rootDir(c.rec.ID), c.m.rootfsPath(c.rec.ID))
+	var hostRoot [2]int
+	if u := c.pod.UserNS; u != nil {
+		hostRoot = [2]int{int(u.UIDs[0].HostID), int(u.GIDs[0].HostID)}
+	}
+	return mountRootfs(c.img.Layers, c.m.rootDir(c.rec.ID), c.m.rootfsPath(c.rec.ID), c.usernsPath(), hostRoot)
 }
 
 func (c *creation) unmountRootfs(context.Context) error {

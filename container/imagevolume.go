@@ -58,7 +58,11 @@ func validateImageMount(mt *Mount) error {
 // acquireImageVolumes pins the image of each image mount and mounts its
 // layers read-only under dir (dir/<n>). On error it also returns what it
 // pinned so far, for releaseImageVolumes.
-func acquireImageVolumes(images Images, cri []Mount, dir string) ([]ImageMount, error) {
+//
+// With a pod user namespace (usernsPath set), each layer is seen through an
+// idmapped mount first, as for the rootfs, so the image's root-owned files
+// show as the pod's root.
+func acquireImageVolumes(images Images, cri []Mount, dir, usernsPath string) ([]ImageMount, error) {
 	for i := range cri {
 		if cri[i].Image != "" {
 			if err := validateImageMount(&cri[i]); err != nil {
@@ -77,6 +81,13 @@ func acquireImageVolumes(images Images, cri []Mount, dir string) ([]ImageMount, 
 		}
 		out = append(out, ImageMount{ContainerPath: mt.ContainerPath, Image: mt.Image, ImageID: img.ID, SubPath: mt.ImageSubPath})
 		root := filepath.Join(dir, strconv.Itoa(len(out)-1))
+		if usernsPath != "" {
+			views, err := idmapLayers(img.Layers, root+".idmap", usernsPath)
+			if err != nil {
+				return out, fmt.Errorf("image volume at %q: %w", mt.ContainerPath, err)
+			}
+			img.Layers = views
+		}
 		if err := mountImageLayers(img, root); err != nil {
 			return out, fmt.Errorf("image volume at %q: %w", mt.ContainerPath, err)
 		}
@@ -186,10 +197,22 @@ func unmountImageVolumes(dir string) error {
 		return fmt.Errorf("list image volumes: %w", err)
 	}
 	var errs []error
-	for _, e := range ents {
+	for _, e := range ents { // "<n>" sorts before its idmapped layers "<n>.idmap"
 		p := filepath.Join(dir, e.Name())
 		if err := mounts.UnmountAll(p); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if strings.HasSuffix(p, ".idmap") {
+			views, _ := os.ReadDir(p)
+			for _, v := range views {
+				if err := mounts.UnmountAll(filepath.Join(p, v.Name())); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if err := os.RemoveAll(p); err != nil {
+				errs = append(errs, fmt.Errorf("remove idmapped layer views: %w", err))
+			}
 			continue
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -152,7 +152,7 @@ func TestAcquireImageVolumesMountsReadOnlyOverlay(t *testing.T) {
 		{ContainerPath: "/whole", Image: "vol:1", Readonly: true},
 		{ContainerPath: "/etc-only", Image: "vol:1", Readonly: true, ImageSubPath: "etc"},
 	}
-	ims, err := acquireImageVolumes(images, cri, dir)
+	ims, err := acquireImageVolumes(images, cri, dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestAcquireImageVolumesMissingSubPathReturnsWhatToRelease(t *testing.T) {
 		{ContainerPath: "/ok", Image: "vol:1", Readonly: true},
 		{ContainerPath: "/bad", Image: "vol:1", Readonly: true, ImageSubPath: "not-there"},
 	}
-	ims, err := acquireImageVolumes(images, cri, dir)
+	ims, err := acquireImageVolumes(images, cri, dir, "")
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
@@ -215,13 +215,13 @@ func TestAcquireImageVolumesRejectsBeforePinning(t *testing.T) {
 		{ContainerPath: "/ok", Image: "vol:1", Readonly: true},
 		{ContainerPath: "/rw", Image: "vol:1"},
 	}
-	if _, err := acquireImageVolumes(images, cri, dir); !errors.Is(err, ErrInvalid) {
+	if _, err := acquireImageVolumes(images, cri, dir, ""); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
 	if images.pins["sha256:vol"] != 0 {
 		t.Fatalf("pinned %v", images.pins)
 	}
-	if _, err := acquireImageVolumes(images, []Mount{{ContainerPath: "/x", Image: "nope", Readonly: true}}, dir); !errors.Is(err, image.ErrNotFound) {
+	if _, err := acquireImageVolumes(images, []Mount{{ContainerPath: "/x", Image: "nope", Readonly: true}}, dir, ""); !errors.Is(err, image.ErrNotFound) {
 		t.Fatalf("unknown image: %v", err)
 	}
 }
@@ -229,7 +229,7 @@ func TestAcquireImageVolumesRejectsBeforePinning(t *testing.T) {
 func TestUnmountImageVolumesIsIdempotent(t *testing.T) {
 	needRoot(t)
 	images, dir := layeredImage(t)
-	ims, err := acquireImageVolumes(images, []Mount{{ContainerPath: "/v", Image: "vol:1", Readonly: true}}, dir)
+	ims, err := acquireImageVolumes(images, []Mount{{ContainerPath: "/v", Image: "vol:1", Readonly: true}}, dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -12,8 +13,12 @@ import (
 )
 
 // mountRootfs mounts an overlay of the image layers (bottom first) with the
-// container's own upper and work dirs under dir, at target.
-func mountRootfs(layers []string, dir, target string) error {
+// container's own upper and work dirs under dir, at target. With a user
+// namespace (usernsPath set, root mapped to hostRoot), each layer is seen
+// through an idmapped mount, so image files owned by host root show as the
+// namespace's root without being chowned; only the container's own empty
+// upper and work dirs are given to its root.
+func mountRootfs(layers []string, dir, target, usernsPath string, hostRoot [2]int) error {
 	upper, work := filepath.Join(dir, "fs", "upper"), filepath.Join(dir, "fs", "work")
 	for _, d := range []string{upper, work, target} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -31,6 +36,18 @@ func mountRootfs(layers []string, dir, target string) error {
 		}
 		lower = append(lower, empty)
 	}
+	if usernsPath != "" {
+		mapped, err := idmapLayers(lower, idmapDir(target), usernsPath)
+		if err != nil {
+			return err
+		}
+		lower = mapped
+		for _, d := range []string{upper, work} {
+			if err := os.Chown(d, hostRoot[0], hostRoot[1]); err != nil {
+				return fmt.Errorf("give upper dir to the container's root: %w", err)
+			}
+		}
+	}
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(lower, ":"), upper, work)
 	if len(opts) >= unix.Getpagesize() {
 		return fmt.Errorf("overlay options for %d layers exceed a page", len(layers))
@@ -41,5 +58,59 @@ func mountRootfs(layers []string, dir, target string) error {
 	return nil
 }
 
-// unmountRootfs unmounts the rootfs; not mounted is fine.
-func unmountRootfs(target string) error { return mounts.UnmountAll(target) }
+// idmapDir holds the idmapped views of the layers of the rootfs at target.
+func idmapDir(target string) string { return filepath.Join(filepath.Dir(target), "idmap") }
+
+// idmapLayers attaches an idmapped view of each layer under dir.
+func idmapLayers(layers []string, dir, usernsPath string) ([]string, error) {
+	out := make([]string, 0, len(layers))
+	for i, l := range layers {
+		view := filepath.Join(dir, strconv.Itoa(i))
+		if err := os.MkdirAll(view, 0o755); err != nil {
+			return nil, err
+		}
+		if err := idmapMount(l, view, usernsPath); err != nil {
+			return nil, err
+		}
+		out = append(out, view)
+	}
+	return out, nil
+}
+
+// unmountRootfs unmounts the rootfs and the idmapped layer views under it;
+// what is not mounted is fine.
+func unmountRootfs(target string) error {
+	if err := mounts.UnmountAll(target); err != nil {
+		return err
+	}
+	views, _ := os.ReadDir(idmapDir(target))
+	for _, v := range views {
+		if err := mounts.UnmountAll(filepath.Join(idmapDir(target), v.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// idmapMount attaches at target an idmapped clone of the mount at src,
+// mapped through the user namespace at usernsPath.
+func idmapMount(src, target, usernsPath string) error {
+	userns, err := os.Open(usernsPath)
+	if err != nil {
+		return fmt.Errorf("open user namespace: %w", err)
+	}
+	defer userns.Close()
+	tree, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("clone mount %s: %w", src, err)
+	}
+	defer unix.Close(tree)
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY, Userns_fd: uint64(userns.Fd())}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, attr); err != nil {
+		return fmt.Errorf("idmap mount %s: %w", src, err)
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attach idmapped mount on %s: %w", target, err)
+	}
+	return nil
+}

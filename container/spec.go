@@ -108,6 +108,9 @@ func BuildSpec(in SpecInput) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if u := in.Pod.UserNS; u != nil {
+		s.Linux.UIDMappings, s.Linux.GIDMappings = specIDMappings(u.UIDs), specIDMappings(u.GIDs)
+	}
 
 	s.Mounts, s.Linux.RootfsPropagation, err = buildMounts(&in, cgroupNS)
 	if err != nil {
@@ -252,6 +255,13 @@ func buildNamespaces(in *SpecInput, cgroupNS bool) ([]specs.LinuxNamespace, erro
 		}
 		ns = append(ns, specs.LinuxNamespace{Type: specs.UTSNamespace, Path: p})
 	}
+	if pod.UserNS != nil {
+		p, err := pausePath("user")
+		if err != nil {
+			return nil, err
+		}
+		ns = append(ns, specs.LinuxNamespace{Type: specs.UserNamespace, Path: p})
+	}
 	ns = append(ns, specs.LinuxNamespace{Type: specs.MountNamespace})
 	if pod.NetNSPath != "" {
 		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: pod.NetNSPath})
@@ -260,4 +270,12 @@ func buildNamespaces(in *SpecInput, cgroupNS bool) ([]specs.LinuxNamespace, erro
 		ns = append(ns, specs.LinuxNamespace{Type: specs.CgroupNamespace})
 	}
 	return ns, nil
+}
+
+func specIDMappings(m []IDMapping) []specs.LinuxIDMapping {
+	out := make([]specs.LinuxIDMapping, len(m))
+	for i, e := range m {
+		out[i] = specs.LinuxIDMapping{ContainerID: e.ContainerID, HostID: e.HostID, Size: e.Length}
+	}
+	return out
 }

@@ -33,7 +33,22 @@ func (p pods) Pod(id string) (container.PodInfo, error) {
 		MonitorDir:     p.m.MonitorDir(info.ID),
 		LogDirectory:   info.Config.LogDirectory,
 		Ready:          info.Ready,
+		UserNS:         podUserNS(ns),
 	}, nil
+}
+
+func podUserNS(ns sandbox.Namespaces) *container.IDMappings {
+	if !ns.OwnUserNS() {
+		return nil
+	}
+	conv := func(m []sandbox.IDMapping) []container.IDMapping {
+		out := make([]container.IDMapping, len(m))
+		for i, e := range m {
+			out[i] = container.IDMapping{ContainerID: e.ContainerID, HostID: e.HostID, Length: e.Length}
+		}
+		return out
+	}
+	return &container.IDMappings{UIDs: conv(ns.UserNS.UIDs), GIDs: conv(ns.UserNS.GIDs)}
 }
 
 // podContainers lets sandboxes stop and remove their containers; it is

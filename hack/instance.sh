@@ -77,6 +77,9 @@ instance_start() {
 	# Short on purpose (/tmp/ct.XXXXX/state = 19 chars): unix socket paths are limited to
 	# 107 bytes and minicri puts <state>/sandboxes/<64-hex id>/monitor.sock (88 more).
 	INSTANCE_TMP=$(mktemp -d "/tmp/$tag.XXXXX")
+	# Containers in a pod user namespace reach their rootfs as an unprivileged
+	# host UID: every ancestor of the state dir must be searchable.
+	chmod 0711 "$INSTANCE_TMP"
 	INSTANCE_SOCK=$INSTANCE_TMP/minicri.sock
 	INSTANCE_ENDPOINT=unix://$INSTANCE_SOCK
 	INSTANCE_LOG=$INSTANCE_TMP/minicri.log

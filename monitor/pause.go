@@ -48,6 +48,16 @@ func startPause(p Pause, log *slog.Logger) (*exec.Cmd, error) {
 		flags |= unix.CLONE_NEWPID
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
+	if u := p.UserNS; u != nil {
+		// The pod's own user namespace, and a network namespace it owns.
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNET
+		cmd.SysProcAttr.UidMappings = sysMaps(u.UIDs)
+		cmd.SysProcAttr.GidMappings = sysMaps(u.GIDs)
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
+		// Become the namespace's root before exec: host root is unmapped
+		// there, and an unmapped UID loses its capabilities across exec.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
+	}
 	err = startInNetNS(p.NetNSPath, cmd)
 	w.Close()
 	if err != nil {
@@ -121,4 +131,12 @@ func placePause(p Pause, pid int, log *slog.Logger) error {
 		log.Info("oom_score_adj clamped", "wanted", want, "set", got)
 	}
 	return nil
+}
+
+func sysMaps(m []IDMap) []syscall.SysProcIDMap {
+	out := make([]syscall.SysProcIDMap, len(m))
+	for i, e := range m {
+		out[i] = syscall.SysProcIDMap{ContainerID: e.ContainerID, HostID: e.HostID, Size: e.Size}
+	}
+	return out
 }

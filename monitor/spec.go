@@ -25,6 +25,23 @@ type Pause struct {
 	NewPID      bool     `json:"new_pid"`
 	CgroupPath  string   `json:"cgroup_path,omitempty"`
 	OOMScoreAdj int      `json:"oom_score_adj"`
+	// UserNS, when set, gives the pause a new user namespace with these
+	// mappings, and a new network namespace owned by it (NetNSPath is then
+	// empty: the daemon pins the pause's netns afterwards).
+	UserNS *IDMaps `json:"userns,omitempty"`
+}
+
+// IDMaps are the UID and GID mappings of a user namespace.
+type IDMaps struct {
+	UIDs []IDMap `json:"uids"`
+	GIDs []IDMap `json:"gids"`
+}
+
+// IDMap maps Size IDs from ContainerID to HostID.
+type IDMap struct {
+	ContainerID int `json:"container_id"`
+	HostID      int `json:"host_id"`
+	Size        int `json:"size"`
 }
 
 // State is what the monitor records in state.json as soon as it knows it,

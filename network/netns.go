@@ -25,24 +25,10 @@ type NetNS struct {
 // goroutine and no other goroutine ever runs in the new namespace. If the pin
 // already exists the error wraps os.ErrExist. On any failure nothing is left.
 func NewNetNS(dir, name string) (*NetNS, error) {
-	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-		return nil, fmt.Errorf("netns name %q: %w", name, ErrInvalidConfig)
-	}
-	if _, err := ensureSharedDir(dir); err != nil {
+	path, err := newPinFile(dir, name)
+	if err != nil {
 		return nil, err
 	}
-	// Keep the caller's spelling of the path: callers recompute it.
-	path := filepath.Join(dir, name)
-
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
-	if err != nil {
-		return nil, fmt.Errorf("create netns pin %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("close netns pin %s: %w", path, err)
-	}
-
 	errc := make(chan error, 1)
 	go func() {
 		// Never unlocked: the runtime terminates this thread when the
@@ -62,10 +48,7 @@ func NewNetNS(dir, name string) (*NetNS, error) {
 			errc <- fmt.Errorf("unshare netns: %w", err)
 			return
 		}
-		mountErr := unix.Mount(self, path, "", unix.MS_BIND, "")
-		if mountErr != nil {
-			mountErr = fmt.Errorf("bind mount %s on %s: %w", self, path, mountErr)
-		}
+		mountErr := bindPin(self, path)
 		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
 			mountErr = errors.Join(mountErr, fmt.Errorf("restore thread netns: %w", err))
 		}
@@ -77,6 +60,51 @@ func NewNetNS(dir, name string) (*NetNS, error) {
 		return nil, fmt.Errorf("create netns %s: %w", path, err)
 	}
 	return &NetNS{path: path}, nil
+}
+
+// PinNetNS pins an existing network namespace, named by src (for instance
+// /proc/<pid>/ns/net of a process that created it inside a pod's user
+// namespace), at dir/name. On failure nothing is left.
+func PinNetNS(dir, name, src string) (*NetNS, error) {
+	path, err := newPinFile(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := bindPin(src, path); err != nil {
+		_ = os.Remove(path)
+		return nil, err
+	}
+	return &NetNS{path: path}, nil
+}
+
+// newPinFile makes the empty file dir/name that a netns is bind-mounted on;
+// dir is created if needed and made a shared bind mount of itself (once per
+// process). If the pin already exists the error wraps os.ErrExist.
+func newPinFile(dir, name string) (string, error) {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return "", fmt.Errorf("netns name %q: %w", name, ErrInvalidConfig)
+	}
+	if _, err := ensureSharedDir(dir); err != nil {
+		return "", err
+	}
+	// Keep the caller's spelling of the path: callers recompute it.
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return "", fmt.Errorf("create netns pin %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(path)
+		return "", fmt.Errorf("close netns pin %s: %w", path, err)
+	}
+	return path, nil
+}
+
+func bindPin(src, path string) error {
+	if err := unix.Mount(src, path, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind mount %s on %s: %w", src, path, err)
+	}
+	return nil
 }
 
 // LoadNetNS returns the NetNS pinned at path; it does not check the pin.

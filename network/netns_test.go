@@ -2,8 +2,11 @@ package network
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -137,5 +140,40 @@ func TestNewNetNSBadName(t *testing.T) {
 		if _, err := NewNetNS(t.TempDir(), name); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewNetNS(%q) err = %v, want ErrInvalidConfig", name, err)
 		}
+	}
+}
+
+func TestPinNetNSOfAProcess(t *testing.T) {
+	requireRoot(t)
+	cmd := exec.Command("sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	dir := t.TempDir()
+	unmountDirOnCleanup(t, dir)
+	src := fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)
+	ns, err := PinNetNS(dir, "pinned", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b unix.Stat_t
+	unix.Stat(src, &a)
+	unix.Stat(ns.Path(), &b)
+	if a.Ino != b.Ino {
+		t.Fatal("the pin does not name the process's netns")
+	}
+	if _, err := PinNetNS(dir, "pinned", src); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("pinning twice: %v", err)
+	}
+	if err := ns.Remove(); err != nil || pinMounted(t, ns.Path()) {
+		t.Fatalf("remove: %v", err)
+	}
+	if _, err := PinNetNS(dir, "bad", "/proc/self/ns/nonexistent"); err == nil {
+		t.Fatal("a bad source must fail")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad")); !os.IsNotExist(err) {
+		t.Fatal("a failed pin left its file")
 	}
 }

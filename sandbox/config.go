@@ -28,7 +28,26 @@ type Namespaces struct {
 	PID      NamespaceMode `json:"pid"`
 	IPC      NamespaceMode `json:"ipc"`
 	TargetID string        `json:"target_id,omitempty"`
+	// UserNS is the pod's user namespace; nil means the host's.
+	UserNS *UserNS `json:"userns,omitempty"`
 }
+
+// UserNS is a CRI UserNamespace option.
+type UserNS struct {
+	Mode NamespaceMode `json:"mode"`
+	UIDs []IDMapping   `json:"uids,omitempty"`
+	GIDs []IDMapping   `json:"gids,omitempty"`
+}
+
+// IDMapping maps Length IDs from ContainerID (inside) to HostID (outside).
+type IDMapping struct {
+	ContainerID uint32 `json:"container_id"`
+	HostID      uint32 `json:"host_id"`
+	Length      uint32 `json:"length"`
+}
+
+// OwnUserNS reports whether the pod gets a user namespace of its own.
+func (n Namespaces) OwnUserNS() bool { return n.UserNS != nil && n.UserNS.Mode == ModePod }
 
 // DNS is the pod's DNSConfig.
 type DNS struct {

@@ -74,17 +74,7 @@ func (m *Manager) create(ctx context.Context, cfg Config) (string, error) {
 		c.rec.ShmPath = m.shmPath(id)
 	}
 	log := m.log.With("pod", id, "name", cfg.Metadata.Namespace+"/"+cfg.Metadata.Name)
-	timings, err := steps.Run(ctx, log, []steps.Step{
-		{Name: "record intent", Do: c.recordIntent, Undo: c.removeDirs},
-		{Name: "write pod files", Do: c.writeFiles},
-		{Name: "mount shm", Do: c.mountShm, Undo: c.unmountShm},
-		{Name: "pin netns", Do: c.pinNetNS, Undo: c.removeNetNS},
-		steps.Parallel("network and pause",
-			steps.Step{Name: "cni add", Do: c.setupNetwork, Undo: c.teardownNetwork},
-			steps.Step{Name: "start monitor and pause", Do: c.startMonitor, Undo: c.stopMonitor},
-		),
-		{Name: "publish ready", Do: c.publish},
-	})
+	timings, err := steps.Run(ctx, log, c.steps())
 	attrs := []any{"err", err}
 	for _, t := range timings {
 		attrs = append(attrs, t.Name, t.Duration.Round(10*time.Microsecond).String())
@@ -95,6 +85,31 @@ func (m *Manager) create(ctx context.Context, cfg Config) (string, error) {
 	}
 	log.Info("pod sandbox ready", append(attrs[2:], "ips", c.rec.Status.IPs)...)
 	return id, nil
+}
+
+// steps lists what RunPodSandbox does. A pod on the host's user namespace
+// gets its netns pinned first, and CNI ADD runs while its pause starts. A
+// pod with its own user namespace needs the pause to create the netns
+// inside that user namespace (so the pod owns it): the netns is pinned from
+// the pause, then wired.
+func (c *creation) steps() []steps.Step {
+	prefix := []steps.Step{
+		{Name: "record intent", Do: c.recordIntent, Undo: c.removeDirs},
+		{Name: "write pod files", Do: c.writeFiles},
+		{Name: "mount shm", Do: c.mountShm, Undo: c.unmountShm},
+	}
+	network := steps.Step{Name: "cni add", Do: c.setupNetwork, Undo: c.teardownNetwork}
+	monitor := steps.Step{Name: "start monitor and pause", Do: c.startMonitor, Undo: c.stopMonitor}
+	publish := steps.Step{Name: "publish ready", Do: c.publish}
+	if c.rec.Config.Namespaces.OwnUserNS() {
+		return append(prefix, monitor,
+			steps.Step{Name: "pin netns of the pause", Do: c.pinPauseNetNS, Undo: c.removeNetNS},
+			network, publish)
+	}
+	return append(prefix,
+		steps.Step{Name: "pin netns", Do: c.pinNetNS, Undo: c.removeNetNS},
+		steps.Parallel("network and pause", network, monitor),
+		publish)
 }
 
 func (m *Manager) netnsPath(id string) string { return path.Join(m.netnsDir(), id) }
@@ -131,6 +146,11 @@ func (c *creation) pinNetNS(context.Context) error {
 		return nil
 	}
 	_, err := network.NewNetNS(c.m.netnsDir(), c.rec.ID)
+	return err
+}
+
+func (c *creation) pinPauseNetNS(context.Context) error {
+	_, err := network.PinNetNS(c.m.netnsDir(), c.rec.ID, fmt.Sprintf("/proc/%d/ns/net", c.rec.Status.Pause.PID))
 	return err
 }
 
@@ -204,6 +224,10 @@ func (r Record) monitorSpec(m *Manager) monitor.Spec {
 		sysctls = append(sysctls, k+"="+v)
 	}
 	sort.Strings(sysctls)
+	netns, userns := r.NetNSPath, (*monitor.IDMaps)(nil)
+	if ns.OwnUserNS() {
+		netns, userns = "", &monitor.IDMaps{UIDs: idMaps(ns.UserNS.UIDs), GIDs: idMaps(ns.UserNS.GIDs)}
+	}
 	return monitor.Spec{
 		PodID: r.ID,
 		Dir:   m.podStateDir(r.ID),
@@ -211,11 +235,20 @@ func (r Record) monitorSpec(m *Manager) monitor.Spec {
 			Path:       m.opts.PausePath,
 			Hostname:   r.Config.Hostname,
 			Sysctls:    sysctls,
-			NetNSPath:  r.NetNSPath,
+			NetNSPath:  netns,
+			UserNS:     userns,
 			NewIPC:     ns.IPC != ModeNode,
 			NewUTS:     ns.Network != ModeNode,
 			NewPID:     ns.PID != ModeNode,
 			CgroupPath: r.CgroupPath,
 		},
 	}
+}
+
+func idMaps(m []IDMapping) []monitor.IDMap {
+	out := make([]monitor.IDMap, len(m))
+	for i, e := range m {
+		out[i] = monitor.IDMap{ContainerID: int(e.ContainerID), HostID: int(e.HostID), Size: int(e.Length)}
+	}
+	return out
 }

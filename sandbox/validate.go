@@ -23,6 +23,9 @@ func validate(cfg *Config) error {
 	if ns.IPC != ModePod && ns.IPC != ModeNode {
 		return fmt.Errorf("%w: IPC namespace mode %d is not supported for a pod", ErrInvalid, ns.IPC)
 	}
+	if err := checkUserNS(ns); err != nil {
+		return err
+	}
 	normalized := make(map[string]string, len(cfg.Sysctls))
 	for k, v := range cfg.Sysctls {
 		name := normalizeSysctl(k)
@@ -76,6 +79,34 @@ func checkSysctl(name string, ns Namespaces) error {
 		}
 	default:
 		return fmt.Errorf("%w: sysctl %q is not namespaced", ErrInvalid, name)
+	}
+	return nil
+}
+
+// checkUserNS applies the CRI's rules for user namespaces: mode POD takes
+// exactly one UID and one GID mapping, each mapping container ID 0; NODE
+// means the host's; CONTAINER and TARGET are not defined for user namespaces.
+func checkUserNS(ns Namespaces) error {
+	u := ns.UserNS
+	if u == nil || u.Mode == ModeNode {
+		return nil
+	}
+	if u.Mode != ModePod {
+		return fmt.Errorf("%w: user namespace mode %d is not supported (only POD or NODE)", ErrInvalid, u.Mode)
+	}
+	for kind, m := range map[string][]IDMapping{"uid": u.UIDs, "gid": u.GIDs} {
+		if len(m) != 1 {
+			return fmt.Errorf("%w: a pod user namespace needs exactly one %s mapping, got %d", ErrInvalid, kind, len(m))
+		}
+		if m[0].ContainerID != 0 {
+			return fmt.Errorf("%w: the %s mapping must map container ID 0", ErrInvalid, kind)
+		}
+		if m[0].Length == 0 {
+			return fmt.Errorf("%w: the %s mapping is empty", ErrInvalid, kind)
+		}
+	}
+	if ns.Network == ModeNode || ns.IPC == ModeNode || ns.PID == ModeNode {
+		return fmt.Errorf("%w: a pod with its own user namespace cannot use the host's network, IPC or PID namespace", ErrInvalid)
 	}
 	return nil
 }

@@ -33,12 +33,15 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{
 			// libcontainer makes "rro" mounts with mount_setattr (Linux >= 5.12).
 			RecursiveReadOnlyMounts: true,
+			// Pods get their own user namespace, with idmapped rootfs mounts.
+			UserNamespaces: true,
 		}}},
 		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
 	}
 	if req.GetVerbose() {
 		info, _ := json.Marshal(map[string]any{"runtime": RuntimeName, "version": RuntimeVersion})
-		resp.Info = map[string]string{"info": string(info)}
+		cfg, _ := json.Marshal(s.config)
+		resp.Info = map[string]string{"info": string(info), "config": string(cfg)}
 	}
 	return resp, nil
 }

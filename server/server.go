@@ -50,6 +50,7 @@ type Server struct {
 	network    Network
 	streaming  Streaming
 	log        *slog.Logger
+	config     any
 }
 
 // Deps are the domain services the server translates to.
@@ -60,12 +61,15 @@ type Deps struct {
 	Network    Network
 	Streaming  Streaming // nil: Exec, Attach and PortForward are unimplemented
 	Log        *slog.Logger
+	// Config is reported by a verbose Status as info["config"] (JSON), as
+	// containerd does; critest reads its stateDir.
+	Config any
 }
 
 // New creates the server.
 func New(d Deps) *Server {
 	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, network: d.Network,
-		streaming: d.Streaming, log: d.Log}
+		streaming: d.Streaming, log: d.Log, config: d.Config}
 }
 
 // Register adds the CRI services to g.

@@ -40,9 +40,39 @@ func sandboxConfig(c *runtimeapi.PodSandboxConfig, handler string) sandbox.Confi
 			PID:      modeFromCRI(o.GetPid()),
 			IPC:      modeFromCRI(o.GetIpc()),
 			TargetID: o.GetTargetId(),
+			UserNS:   userNSFromCRI(o.GetUsernsOptions()),
 		}
 	}
 	return cfg
+}
+
+func userNSFromCRI(u *runtimeapi.UserNamespace) *sandbox.UserNS {
+	if u == nil {
+		return nil
+	}
+	return &sandbox.UserNS{Mode: modeFromCRI(u.GetMode()), UIDs: idMappingsFromCRI(u.GetUids()), GIDs: idMappingsFromCRI(u.GetGids())}
+}
+
+func idMappingsFromCRI(ms []*runtimeapi.IDMapping) []sandbox.IDMapping {
+	out := make([]sandbox.IDMapping, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, sandbox.IDMapping{ContainerID: m.GetContainerId(), HostID: m.GetHostId(), Length: m.GetLength()})
+	}
+	return out
+}
+
+func userNSToCRI(u *sandbox.UserNS) *runtimeapi.UserNamespace {
+	if u == nil {
+		return nil
+	}
+	out := &runtimeapi.UserNamespace{Mode: modeToCRI(u.Mode)}
+	for _, m := range u.UIDs {
+		out.Uids = append(out.Uids, &runtimeapi.IDMapping{ContainerId: m.ContainerID, HostId: m.HostID, Length: m.Length})
+	}
+	for _, m := range u.GIDs {
+		out.Gids = append(out.Gids, &runtimeapi.IDMapping{ContainerId: m.ContainerID, HostId: m.HostID, Length: m.Length})
+	}
+	return out
 }
 
 func protocolName(p runtimeapi.Protocol) string {
@@ -85,10 +115,11 @@ func modeToCRI(m sandbox.NamespaceMode) runtimeapi.NamespaceMode {
 
 func namespacesToCRI(ns sandbox.Namespaces) *runtimeapi.NamespaceOption {
 	return &runtimeapi.NamespaceOption{
-		Network:  modeToCRI(ns.Network),
-		Pid:      modeToCRI(ns.PID),
-		Ipc:      modeToCRI(ns.IPC),
-		TargetId: ns.TargetID,
+		Network:       modeToCRI(ns.Network),
+		Pid:           modeToCRI(ns.PID),
+		Ipc:           modeToCRI(ns.IPC),
+		TargetId:      ns.TargetID,
+		UsernsOptions: userNSToCRI(ns.UserNS),
 	}
 }
 

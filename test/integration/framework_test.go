@@ -72,6 +72,9 @@ func newInstance(t *testing.T, opts ...option) *instance {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Containers in a pod user namespace reach their rootfs as an
+	// unprivileged host UID: every ancestor must be searchable.
+	os.Chmod(dir, 0o711)
 	i := &instance{
 		t: t, dir: dir, sock: filepath.Join(dir, "minicri.sock"),
 		bridge:   fmt.Sprintf("mcit%d-%d", os.Getpid()%1000, n),
