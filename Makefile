@@ -74,6 +74,9 @@ integration: build
 
 critest: build
 	test/critest/run.sh
+	@echo "critest: the Streaming specs again over WebSocket (v5 remotecommand, tunneled port-forward)"
+	CRITEST_FOCUS='Streaming' CRITEST_SKIP= CRITEST_OUT=$(CURDIR)/$(OUT)/critest-websocket \
+	CRITEST_ARGS='-websocket-exec -websocket-attach -websocket-portforward' test/critest/run.sh
 
 # One phase after the other, each timed; the first failure stops the run.
 define phase

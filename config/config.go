@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -27,6 +30,7 @@ type Config struct {
 
 	Network  Network  `toml:"network"`
 	Registry Registry `toml:"registry"`
+	Stream   Stream   `toml:"stream"`
 }
 
 // Network configures pod networking.
@@ -43,6 +47,15 @@ type Network struct {
 type Registry struct {
 	ConfigPath        string `toml:"config_path"`
 	NoProgressTimeout string `toml:"no_progress_timeout"`
+}
+
+// Stream configures the streaming server (Exec, Attach, PortForward URLs).
+type Stream struct {
+	Address     string `toml:"address"`      // IP to listen on
+	Port        string `toml:"port"`         // "0": a free port
+	TLSCert     string `toml:"tls_cert"`     // PEM certificate; serve HTTPS when set (with tls_key)
+	TLSKey      string `toml:"tls_key"`      // PEM private key
+	IdleTimeout string `toml:"idle_timeout"` // a session idle this long is closed
 }
 
 // Default returns the configuration that works on a fresh machine.
@@ -64,6 +77,11 @@ func Default() Config {
 		Registry: Registry{
 			ConfigPath:        "/etc/minicri/certs.d",
 			NoProgressTimeout: "5m",
+		},
+		Stream: Stream{
+			Address:     "127.0.0.1",
+			Port:        "0",
+			IdleTimeout: "4h",
 		},
 	}
 }
@@ -106,7 +124,29 @@ func (c Config) Validate() error {
 	if c.CgroupParent != "" && !strings.HasPrefix(c.CgroupParent, "/") {
 		return fmt.Errorf("config: cgroup_parent must start with /, got %q", c.CgroupParent)
 	}
+	return c.Stream.validate()
+}
+
+func (s Stream) validate() error {
+	if net.ParseIP(s.Address) == nil {
+		return fmt.Errorf("config: stream.address must be an IP address, got %q", s.Address)
+	}
+	if _, err := strconv.ParseUint(s.Port, 10, 16); err != nil {
+		return fmt.Errorf("config: stream.port must be a port number (0: any free port), got %q", s.Port)
+	}
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		return errors.New("config: stream.tls_cert and stream.tls_key go together")
+	}
+	if d, err := time.ParseDuration(s.IdleTimeout); err != nil || d <= 0 {
+		return fmt.Errorf("config: stream.idle_timeout must be a positive duration, got %q", s.IdleTimeout)
+	}
 	return nil
+}
+
+// StreamIdleTimeout is the parsed stream.idle_timeout (valid after Validate).
+func (c Config) StreamIdleTimeout() time.Duration {
+	d, _ := time.ParseDuration(c.Stream.IdleTimeout)
+	return d
 }
 
 // SocketPath returns the filesystem path of the unix listen address.

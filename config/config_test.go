@@ -69,3 +69,25 @@ func TestValidate(t *testing.T) {
 		t.Fatal("relative root must be rejected")
 	}
 }
+
+func TestStreamDefaultsAndValidation(t *testing.T) {
+	cfg := Default()
+	if cfg.Stream.Address != "127.0.0.1" || cfg.Stream.Port != "0" || cfg.Validate() != nil {
+		t.Fatalf("stream defaults: %+v (%v)", cfg.Stream, cfg.Validate())
+	}
+	if cfg.StreamIdleTimeout() <= 0 {
+		t.Fatal("default idle timeout must be positive")
+	}
+	for _, bad := range []Stream{
+		{Address: "localhost", Port: "0", IdleTimeout: "1h"},
+		{Address: "127.0.0.1", Port: "70000", IdleTimeout: "1h"},
+		{Address: "127.0.0.1", Port: "0", IdleTimeout: "1h", TLSCert: "/c.pem"},
+		{Address: "127.0.0.1", Port: "0", IdleTimeout: "soon"},
+	} {
+		c := Default()
+		c.Stream = bad
+		if c.Validate() == nil {
+			t.Errorf("stream config %+v accepted", bad)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/minicri/minicri/network"
 	"github.com/minicri/minicri/sandbox"
 	"github.com/minicri/minicri/server"
+	"github.com/minicri/minicri/streaming"
 )
 
 // Run serves CRI until SIGINT or SIGTERM.
@@ -91,7 +92,16 @@ func Run(cfg config.Config) error {
 	if err := images.GC(); err != nil {
 		log.Warn("image GC after recovery", "err", err)
 	}
-	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net, Log: log})
+	stream, err := streaming.New(streaming.Config{
+		Address: cfg.Stream.Address, Port: cfg.Stream.Port, TLSCert: cfg.Stream.TLSCert, TLSKey: cfg.Stream.TLSKey,
+		IdleTimeout: cfg.StreamIdleTimeout(),
+	}, containers, sandboxes, log)
+	if err != nil {
+		return err
+	}
+	stream.Start()
+	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
+		Streaming: stream, Log: log})
 	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
 	srv.Register(g)
 
@@ -99,7 +109,7 @@ func Run(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	log.Info("minicri serving", "listen", cfg.Listen, "root", cfg.Root, "state", cfg.State, "pause", pause)
+	log.Info("minicri serving", "listen", cfg.Listen, "root", cfg.Root, "state", cfg.State, "pause", pause, "streaming", stream.URL())
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(ln) }()
 	select {
@@ -109,7 +119,7 @@ func Run(cfg config.Config) error {
 		g.GracefulStop()
 	}
 	noPods := len(sandboxes.List(sandbox.Filter{})) == 0
-	return errors.Join(err, sandboxes.Close(), net.Close(noPods))
+	return errors.Join(err, stream.Stop(), sandboxes.Close(), net.Close(noPods))
 }
 
 // listen opens the unix socket, root-owned with mode 0660.

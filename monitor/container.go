@@ -37,8 +37,12 @@ type ctr struct {
 	log *crilog.File // nil without a log path
 	tty *os.File     // the PTY master, for TTY containers
 
-	stdinMu sync.Mutex
-	stdin   io.WriteCloser // nil unless the container has stdin
+	stdinMu   sync.Mutex
+	stdin     io.WriteCloser // nil unless the container has stdin (or it was closed)
+	stdinOnce bool           // the first attach's stdin close closes stdin
+
+	attachMu sync.Mutex
+	attached map[*attachment]struct{} // attach sessions, fed by the copiers
 
 	io     sync.WaitGroup // log copiers
 	exited chan struct{}  // closed after exit is recorded
@@ -138,6 +142,7 @@ func (k *ctr) start(sp *specs.Process, req *CreateRequest) error {
 		return err
 	}
 	p.Init = true
+	k.stdinOnce = req.StdinOnce
 	if req.LogPath != "" {
 		if k.log, err = crilog.Open(req.LogPath); err != nil {
 			return err
@@ -210,17 +215,23 @@ func (k *ctr) start(sp *specs.Process, req *CreateRequest) error {
 	return nil
 }
 
-// copy drains r into the container log (or discards it without a log).
+// copy drains r into the container log (or discards it without a log) and
+// to the attached clients.
 func (k *ctr) copy(stream string, r *os.File) {
+	kind := frameStdout
+	if stream == crilog.Stderr {
+		kind = frameStderr
+	}
+	src := io.TeeReader(r, fanWriter{k: k, kind: kind})
 	k.io.Add(1)
 	go func() {
 		defer k.io.Done()
 		defer r.Close()
 		if k.log == nil {
-			io.Copy(io.Discard, r)
+			io.Copy(io.Discard, src)
 			return
 		}
-		k.log.Copy(stream, r, nil)
+		k.log.Copy(stream, src, nil)
 	}()
 }
 

@@ -194,13 +194,19 @@ func (m *monitor) accept(ln net.Listener) {
 }
 
 func (m *monitor) handle(conn net.Conn) {
-	defer conn.Close()
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	br := bufio.NewReader(conn)
+	line, err := br.ReadBytes('\n')
 	if err != nil {
+		conn.Close()
 		return
 	}
 	var req Request
 	var resp Response
+	if err := json.Unmarshal(line, &req); err == nil && req.Op == OpAttach {
+		m.attach(conn, br, req) // the session owns the connection
+		return
+	}
+	defer conn.Close()
 	if err := json.Unmarshal(line, &req); err != nil {
 		resp.Error = "bad request: " + err.Error()
 	} else {
@@ -246,6 +252,8 @@ func (m *monitor) dispatch(req Request) Response {
 		}
 	case OpInspect:
 		info = k.info()
+	case OpResize:
+		err = k.resize(req.Width, req.Height)
 	default:
 		err = fmt.Errorf("unknown op %q", req.Op)
 	}

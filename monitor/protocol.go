@@ -4,7 +4,8 @@
 // answers requests on a unix socket in the pod's state directory.
 //
 // The protocol is one JSON request line and one JSON response line per
-// connection.
+// connection, except for OpAttach: after a successful response the
+// connection carries the container's stdio in frames (see attach.go).
 package monitor
 
 import (
@@ -31,6 +32,8 @@ const (
 	OpDelete    = "delete"     // kill if needed and destroy a container
 	OpReopenLog = "reopen-log" // reopen a container's log file
 	OpInspect   = "inspect"    // report a container
+	OpAttach    = "attach"     // stream a container's stdio on this connection
+	OpResize    = "resize"     // set the terminal size of a TTY container
 )
 
 // Request is one call to the monitor.
@@ -40,6 +43,16 @@ type Request struct {
 	Create  *CreateRequest `json:"create,omitempty"`
 	Signal  int            `json:"signal,omitempty"`
 	Timeout time.Duration  `json:"timeout,omitempty"`
+	Attach  *AttachRequest `json:"attach,omitempty"`
+	Width   uint16         `json:"width,omitempty"`  // OpResize: columns
+	Height  uint16         `json:"height,omitempty"` // OpResize: rows
+}
+
+// AttachRequest names the streams an attach wants.
+type AttachRequest struct {
+	Stdin  bool `json:"stdin,omitempty"`
+	Stdout bool `json:"stdout,omitempty"`
+	Stderr bool `json:"stderr,omitempty"`
 }
 
 // CreateRequest describes a container to create.
