@@ -49,6 +49,7 @@ func Run(cfg config.Config) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	warnUntraversable(log, cfg.Root, cfg.State)
 	net, err := network.NewManager(network.Config{
 		ConfDir:        cfg.Network.ConfDir,
 		BinDirs:        cfg.Network.BinDirs,
@@ -101,7 +102,8 @@ func Run(cfg config.Config) error {
 	}
 	stream.Start()
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
-		Streaming: stream, Log: log})
+		Streaming: stream, Log: log,
+		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen}})
 	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
 	srv.Register(g)
 
