@@ -4,6 +4,7 @@
 #   make run          build, install what is missing, run minicri in the foreground
 #   make test         vet + unit + integration + critest, stops at the first failure
 #   make critest      critest v1.37.0 against a private minicri instance
+#   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
 #   make bench        pod lifecycle latency against a private minicri instance
 
 SHELL       := /bin/bash
@@ -31,6 +32,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet unit integration critest test bench clean FORCE
+.PHONY: e2e
 
 all: build
 
@@ -78,6 +80,11 @@ critest: build
 	CRITEST_FOCUS='Streaming' CRITEST_SKIP= CRITEST_OUT=$(CURDIR)/$(OUT)/critest-websocket \
 	CRITEST_ARGS='-websocket-exec -websocket-attach -websocket-portforward' test/critest/run.sh
 
+# A stock kubelet (standalone, then with a control plane) drives a private minicri
+# instance; Kubernetes and etcd are built once and cached (test/e2e/tools.sh).
+e2e: build
+	test/e2e/run.sh
+
 # One phase after the other, each timed; the first failure stops the run.
 define phase
 	@echo "==> make $(1)"; start=$$(date +%s); \
@@ -93,6 +100,7 @@ test: deps
 	$(call phase,unit)
 	$(call phase,integration)
 	$(call phase,critest)
+	$(call phase,e2e)
 
 # ---- bench -----------------------------------------------------------------
 

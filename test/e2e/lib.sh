@@ -101,6 +101,10 @@ fail() {
 	E2E_FAILS+=("$E2E_MODE: $1")
 	echo "e2e: FAIL [$E2E_MODE] $1${2:+: $2}" >&2
 	dump_logs
+	if [ -n "${E2E_PAUSE_ON_FAIL:-}" ]; then
+		e2e_log "E2E_PAUSE_ON_FAIL: pausing ${E2E_PAUSE_ON_FAIL}s for inspection"
+		sleep "$E2E_PAUSE_ON_FAIL"
+	fi
 	return 1
 }
 
@@ -115,6 +119,15 @@ check() {
 	else
 		fail "$name"
 	fi
+}
+
+# output_has PATTERN CMD... : CMD succeeds and its output (stdout and stderr) matches the
+# basic regexp PATTERN. (Not `CMD | grep -q`: with pipefail, grep quitting early can fail CMD.)
+output_has() {
+	local pattern=$1 out
+	shift
+	out=$("$@" 2>&1) || return 1
+	grep -q -- "$pattern" <<<"$out"
 }
 
 # timing LABEL SECONDS

@@ -17,6 +17,7 @@
 #   E2E_OUT         logs and results (default _output/e2e)
 #   E2E_KUBELET_V   kubelet verbosity (default 5; 10 also logs every CRI request)
 #   E2E_KEEP=1      keep the temp dirs
+#   E2E_PAUSE_ON_FAIL=SECONDS  sleep after a failed check (to look around)
 # Exits non-zero if any check fails; prints the failed checks, timings and the CRI calls.
 # shellcheck disable=SC2016 # single-quoted eval strings expand when the check runs
 set -euo pipefail
@@ -164,10 +165,14 @@ on_exit() {
 	for d in "${KUBELET_ROOTS[@]}"; do unmount_tree "$d"; done
 	if [ -n "${INSTANCE_LOG:-}" ] && [ -f "$INSTANCE_LOG" ]; then cp "$INSTANCE_LOG" "$OUT/minicri.log"; fi
 	export INSTANCE_ARTIFACTS=$OUT
+	# The kubelet's QoS cgroups (kubepods/...) stay after it stops; empty ones go now.
+	cgroup_root_remove
 	if ! instance_stop; then
 		E2E_FAILS+=("teardown: minicri did not stop cleanly or left something behind")
 	fi
 	cgroup_root_remove
+	# minicri leaves its bridge; this run's address on it must not shadow other routes.
+	[ -z "${POD_BRIDGE:-}" ] || ip link del "$POD_BRIDGE" 2>/dev/null || true
 	for d in "$E2E_TMP"/*.log; do [ -f "$d" ] && cp "$d" "$OUT/"; done
 	if [ "${E2E_KEEP:-0}" = 1 ]; then
 		e2e_log "keeping $E2E_TMP"
@@ -253,7 +258,20 @@ summary() {
 PKI=$E2E_TMP/pki
 certs_make "$PKI" "$NODE_NAME" "$NODE_IP"
 cgroup_root_create
-INSTANCE_REGISTRY="test" instance_start e2e mcri-e2e0 10.196.0.0/16 e2
+# A /16 no other interface routes (other private instances on this machine have their own
+# bridges; a route clash sends pod traffic to the wrong bridge).
+pod_subnet() {
+	local n
+	for n in $(seq 180 189); do
+		[ -n "$(ip -4 route show to match "10.$n.0.1" 2>/dev/null | grep -v '^default')" ] || { echo "10.$n.0.0/16"; return; }
+	done
+	return 1
+}
+POD_BRIDGE=mcri-e2e0
+# A bridge left by an earlier run keeps its old address (and route): start clean.
+ip link del "$POD_BRIDGE" 2>/dev/null || true
+POD_SUBNET=$(pod_subnet) || { echo "e2e: no free 10.180-189.0.0/16 subnet for the pod bridge" >&2; exit 1; }
+INSTANCE_REGISTRY="test" instance_start e2e "$POD_BRIDGE" "$POD_SUBNET" e2
 MINICRI_SOCK=$INSTANCE_SOCK
 # Mounts an idle minicri keeps (the shared netns pin dir); anything more later is a leak.
 MINICRI_BASE_MOUNTS=$(mounts_under "$INSTANCE_TMP" | sort)
@@ -357,6 +375,9 @@ leak_check() {
 	while read -r m; do
 		[ -n "$m" ] || continue
 		grep -qxF "$m" <<<"$MINICRI_BASE_MOUNTS" && continue
+		# The netns pin dir is bind-mounted onto itself and made shared while minicri
+		# runs (by design); a pin below it is a leak.
+		[ "$m" != "$INSTANCE_TMP/state/netns" ] || continue
 		e2e_log "LEAK: mount $m"
 		leaks=1
 	done < <(mounts_under "$INSTANCE_TMP")
@@ -412,9 +433,9 @@ mode_standalone() {
 	fi
 
 	check "crictl pods shows the static pod (Ready)" \
-		eval "crictl pods --name '$pod' --state Ready -q | grep -q ."
+		output_has . crictl pods --name "$pod" --state Ready -q
 	check "pod sandbox has the kubelet's labels (namespace default)" \
-		eval "crictl pods --label io.kubernetes.pod.namespace=default --label io.kubernetes.pod.name='$pod' -q | grep -q ."
+		output_has . crictl pods --label io.kubernetes.pod.namespace=default --label io.kubernetes.pod.name="$pod" -q
 
 	logdir=$(find /var/log/pods -maxdepth 1 -name "default_${pod}_*" -type d | head -n 1)
 	check "pod log dir under /var/log/pods ($logdir)" test -n "$logdir"
@@ -425,10 +446,10 @@ mode_standalone() {
 			wait_for 20 grep -q 'stderr F httpd (minicri stand-in): resuming normal operations' "$logdir/web/0.log"
 	fi
 	check "crictl logs of the writer" \
-		eval "crictl logs \$(crictl ps --name writer --label io.kubernetes.pod.name='$pod' -q | head -n 1) 2>&1 | grep -q 'static-writer line'"
+		output_has 'static-writer line' crictl logs "$(crictl ps --name writer --label io.kubernetes.pod.name="$pod" -q | head -n 1)"
 	check "HTTP through the hostPort on $NODE_IP:$host_port" \
-		wait_for 30 eval "curl -sf --max-time 2 http://$NODE_IP:$host_port/ | grep -q 'It works!'"
-	if wait_for 5 eval "curl -sf --max-time 2 http://127.0.0.1:$host_port/ | grep -q 'It works!'"; then
+		wait_for 30 output_has 'It works!' curl -sf --max-time 2 "http://$NODE_IP:$host_port/"
+	if wait_for 5 output_has 'It works!' curl -sf --max-time 2 "http://127.0.0.1:$host_port/"; then
 		e2e_log "note: the hostPort also answers on 127.0.0.1:$host_port"
 	else
 		e2e_log "note: the hostPort does not answer on 127.0.0.1:$host_port (only the node IP is checked)"
@@ -443,7 +464,7 @@ mode_standalone() {
 		timing "standalone: manifest removal -> containers stopped" "$(e2e_since "$t0")"
 	fi
 	check "manifest removed: sandbox not ready within 60s" \
-		wait_for 60 eval "! crictl pods --name '$pod' --state Ready -q | grep -q ."
+		wait_for 60 eval '[ -z "$(crictl pods --name "$pod" --state Ready -q)" ]'
 	if check "manifest removed: sandbox and containers removed within 150s" \
 		wait_for 150 eval "no_sandboxes && no_containers"; then
 		timing "standalone: manifest removal -> sandbox removed (kubelet GC)" "$(e2e_since "$t0")"
@@ -530,8 +551,8 @@ mode_cluster() {
 	fi
 	check "kubectl wait Ready" kubectl wait --for=condition=Ready pod/e2e-pod --timeout=60s
 
-	check "kubectl logs" wait_for 20 eval "kubectl logs e2e-pod -c writer | grep -q 'e2e-writer line'"
-	check "kubectl logs --tail=1 --timestamps" eval "kubectl logs e2e-pod -c writer --tail=1 --timestamps | grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T.* e2e-writer line'"
+	check "kubectl logs" wait_for 20 output_has 'e2e-writer line' kubectl logs e2e-pod -c writer
+	check "kubectl logs --tail=1 --timestamps" output_has '^[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T.* e2e-writer line' kubectl logs e2e-pod -c writer --tail=1 --timestamps
 
 	out=$(timeout 60 "$KUBECTL" --kubeconfig "$E2E_TMP/admin.kubeconfig" exec e2e-pod -c writer -- sh -c 'cat /etc/hostname; echo exec-out; echo exec-err >&2; exit 0' 2>&1) || true
 	check "kubectl exec (no stdin)" eval 'grep -q "^e2e-pod$" <<<"$out" && grep -q "^exec-out$" <<<"$out" && grep -q "^exec-err$" <<<"$out"' ||
@@ -547,9 +568,9 @@ mode_cluster() {
 	proc_start port-forward "$pf_log" "$KUBECTL" --kubeconfig "$E2E_TMP/admin.kubeconfig" port-forward --address 127.0.0.1 pod/e2e-pod "$lport:80"
 	if check "kubectl port-forward listening" wait_for 30 grep -q "Forwarding from 127.0.0.1:$lport" "$pf_log"; then
 		check "HTTP through kubectl port-forward" \
-			wait_for 20 eval "curl -sf --max-time 5 http://127.0.0.1:$lport/ | grep -q 'Welcome to nginx'"
+			wait_for 20 output_has 'Welcome to nginx' curl -sf --max-time 5 "http://127.0.0.1:$lport/"
 		check "second connection through the same port-forward" \
-			eval "curl -sf --max-time 5 http://127.0.0.1:$lport/ | grep -q 'Welcome to nginx'"
+			output_has 'Welcome to nginx' curl -sf --max-time 5 "http://127.0.0.1:$lport/"
 	fi
 	grep -i error "$pf_log" >&2 || true
 	proc_stop port-forward 5
@@ -561,7 +582,7 @@ mode_cluster() {
 			e2e_log "kubectl attach output: $(head -c 600 <<<"$out")"
 		out=$( (printf 'hello-attach\n'; sleep 3) | timeout 20 "$KUBECTL" --kubeconfig "$E2E_TMP/admin.kubeconfig" attach -i e2e-attach -c reader 2>&1) || true
 		check "kubectl attach -i: stdin reaches the container (its log shows the line)" \
-			wait_for 10 eval "kubectl logs e2e-attach -c reader | grep -q 'attached got: hello-attach'"
+			wait_for 10 output_has 'attached got: hello-attach' kubectl logs e2e-attach -c reader
 		check "kubectl attach -i: the container's answer comes back through attach" \
 			eval 'grep -q "attached got: hello-attach" <<<"$out"' ||
 			e2e_log "kubectl attach -i output: $(head -c 600 <<<"$out")"
@@ -582,7 +603,7 @@ mode_cluster() {
 	# Job completes.
 	kubectl apply -f "$E2E_DIR/manifests/job.yaml" >/dev/null
 	check "job e2e-job completes" kubectl wait --for=condition=Complete job/e2e-job --timeout=180s >/dev/null &&
-		check "job output in kubectl logs" eval "kubectl logs job/e2e-job | grep -q job-done"
+		check "job output in kubectl logs" output_has job-done kubectl logs job/e2e-job
 
 	# A container that exits 3: exit code 3, restarts with back-off.
 	kubectl apply -f "$E2E_DIR/manifests/crash.yaml" >/dev/null
@@ -594,7 +615,7 @@ mode_cluster() {
 		wait_for 120 eval "[ \"\$(pod_field e2e-crash '{.status.containerStatuses[0].restartCount}')\" -ge 2 ]"
 	crash_backoff_check
 	check "crashing container's output in kubectl logs --previous" \
-		eval "kubectl logs e2e-crash --previous | grep -q 'about to exit 3'"
+		output_has 'about to exit 3' kubectl logs e2e-crash --previous
 
 	# kubectl delete removes everything.
 	t0=$(e2e_now)
@@ -642,7 +663,7 @@ deploy_memory_limits() {
 # the kubelet's events ("Back-off restarting failed container").
 crash_backoff_check() {
 	check "kubelet reports BackOff events for e2e-crash" \
-		eval "kubectl get events --field-selector involvedObject.name=e2e-crash -o 'jsonpath={.items[*].reason}' | grep -qw BackOff"
+		output_has BackOff kubectl get events --field-selector involvedObject.name=e2e-crash -o 'jsonpath={.items[*].reason}'
 }
 
 # ---- run --------------------------------------------------------------------------------
