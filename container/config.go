@@ -3,6 +3,8 @@
 // their lifecycle through the pod's monitor, which drives libcontainer.
 package container
 
+import "github.com/minicri/minicri/internal/idmap"
+
 // Propagation is a mount's propagation mode.
 type Propagation int
 
@@ -163,14 +165,7 @@ type PodInfo struct {
 }
 
 // IDMappings are the UID and GID mappings of a user namespace.
-type IDMappings struct {
-	UIDs []IDMapping `json:"uids"`
-	GIDs []IDMapping `json:"gids"`
-}
+type IDMappings = idmap.Mappings
 
 // IDMapping maps Length IDs from ContainerID (inside) to HostID (outside).
-type IDMapping struct {
-	ContainerID uint32 `json:"container_id"`
-	HostID      uint32 `json:"host_id"`
-	Length      uint32 `json:"length"`
-}
+type IDMapping = idmap.Mapping

@@ -160,7 +160,7 @@ func (c *creation) usernsPath() string {
 func (c *creation) mountRootfs(context.Context) error {
 	var hostRoot [2]int
 	if u := c.pod.UserNS; u != nil {
-		hostRoot = [2]int{int(u.UIDs[0].HostID), int(u.GIDs[0].HostID)}
+		hostRoot[0], hostRoot[1] = u.HostRoot()
 	}
 	return mountRootfs(c.img.Layers, c.m.rootDir(c.rec.ID), c.m.rootfsPath(c.rec.ID), c.usernsPath(), hostRoot)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/internal/console"
 	"github.com/minicri/minicri/monitor"
 )
 
@@ -100,7 +101,7 @@ func newExecSession(p *libcontainer.Process, sio StreamIO, failed func()) (*exec
 }
 
 func (s *execSession) prepareTTY() error {
-	parent, child, err := socketPair()
+	parent, child, err := console.SocketPair()
 	if err != nil {
 		return err
 	}
@@ -152,7 +153,7 @@ func (s *execSession) started() error {
 		}
 		return nil
 	}
-	master, err := recvPollable(s.console)
+	master, err := console.RecvFile(s.console, true)
 	if err != nil {
 		return fmt.Errorf("receive terminal: %w", err)
 	}
@@ -242,38 +243,6 @@ func hasEnv(env []string, key string) bool {
 		}
 	}
 	return false
-}
-
-func socketPair() (parent, child *os.File, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("socketpair: %w", err)
-	}
-	return os.NewFile(uintptr(fds[1]), "console-parent"), os.NewFile(uintptr(fds[0]), "console-child"), nil
-}
-
-// recvPollable receives one descriptor sent with SCM_RIGHTS and makes it
-// non-blocking, so that closing it interrupts a pending read.
-func recvPollable(sock *os.File) (*os.File, error) {
-	oob := make([]byte, unix.CmsgSpace(4))
-	name := make([]byte, 4096)
-	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), name, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("bad control message: %v", err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return nil, fmt.Errorf("bad unix rights: %v", err)
-	}
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		unix.Close(fds[0])
-		return nil, err
-	}
-	return os.NewFile(uintptr(fds[0]), string(name[:n])), nil
 }
 
 // Attach connects the client's streams to a running container's stdio

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/minicri/minicri/internal/fsm"
 	"github.com/minicri/minicri/internal/proc"
 )
 
@@ -26,27 +27,15 @@ const (
 	StateRemoving State = "removing"
 )
 
-var transitions = map[State][]State{
+var transitions = fsm.Transitions[State]{
 	StateCreating: {StateCreated},
 	StateCreated:  {StateRunning, StateExited, StateRemoving},
 	StateRunning:  {StateExited},
 	StateExited:   {StateRemoving},
 }
 
-func (s State) canBecome(next State) bool {
-	if s == next {
-		return true
-	}
-	for _, t := range transitions[s] {
-		if t == next {
-			return true
-		}
-	}
-	return false
-}
-
 func checkTransition(from, to State) error {
-	if !from.canBecome(to) {
+	if !transitions.Allows(from, to) {
 		return fmt.Errorf("%w: container cannot go from %s to %s", ErrFailedPrecondition, from, to)
 	}
 	return nil

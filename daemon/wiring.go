@@ -41,14 +41,7 @@ func podUserNS(ns sandbox.Namespaces) *container.IDMappings {
 	if !ns.OwnUserNS() {
 		return nil
 	}
-	conv := func(m []sandbox.IDMapping) []container.IDMapping {
-		out := make([]container.IDMapping, len(m))
-		for i, e := range m {
-			out[i] = container.IDMapping{ContainerID: e.ContainerID, HostID: e.HostID, Length: e.Length}
-		}
-		return out
-	}
-	return &container.IDMappings{UIDs: conv(ns.UserNS.UIDs), GIDs: conv(ns.UserNS.GIDs)}
+	return &container.IDMappings{UIDs: ns.UserNS.UIDs, GIDs: ns.UserNS.GIDs}
 }
 
 // podContainers lets sandboxes stop and remove their containers; it is

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/minicri/minicri/internal/atomicfile"
 )
 
 // ErrNotFound is returned (wrapped, with the reference) for images that are
@@ -320,7 +322,7 @@ func (s *Store) writeRecord(r *record) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(s.recordPath(r.ID), data)
+	return atomicfile.Write(s.recordPath(r.ID), data, 0o600)
 }
 
 // lookup resolves ref to a record: an image ID ("sha256:<hex>" or "<hex>"),
@@ -440,7 +442,7 @@ func (s *Store) remove(ref string) ([]string, error) {
 	if err := os.Remove(s.recordPath(r.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if err := syncDir(s.imgDir); err != nil {
+	if err := atomicfile.SyncDir(s.imgDir); err != nil {
 		return nil, err
 	}
 	delete(s.images, r.ID)

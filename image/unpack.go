@@ -17,6 +17,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"github.com/moby/go-archive"
+
+	"github.com/minicri/minicri/internal/atomicfile"
 )
 
 var (
@@ -92,7 +94,7 @@ func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string) (di
 // commitLayerDir renames an unpacked temporary directory into place. If a
 // concurrent run put the layer there first, its copy stays.
 func (s *Store) commitLayerDir(tmp, dir string) error {
-	if err := syncDir(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		_ = os.RemoveAll(tmp)
 		return err
 	}
@@ -106,5 +108,5 @@ func (s *Store) commitLayerDir(tmp, dir string) error {
 		}
 		return err
 	}
-	return syncDir(filepath.Dir(dir))
+	return atomicfile.SyncDir(filepath.Dir(dir))
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/console"
 	"github.com/minicri/minicri/internal/crilog"
 	"github.com/minicri/minicri/internal/lcproc"
 	"github.com/minicri/minicri/internal/proc"
@@ -154,14 +155,14 @@ func (k *ctr) start(sp *specs.Process, req *CreateRequest) error {
 			f.Close()
 		}
 	}()
-	var stdoutR, stderrR, console *os.File
+	var stdoutR, stderrR, consoleSock *os.File
 	if req.TTY {
-		parent, child, err := socketPair()
+		parent, child, err := console.SocketPair()
 		if err != nil {
 			return err
 		}
 		defer parent.Close()
-		p.ConsoleSocket, console = child, parent
+		p.ConsoleSocket, consoleSock = child, parent
 		childEnds = append(childEnds, child)
 	} else {
 		var w1, w2 *os.File
@@ -196,12 +197,12 @@ func (k *ctr) start(sp *specs.Process, req *CreateRequest) error {
 		return fmt.Errorf("start container init: %w", err)
 	}
 	k.p = p
-	if console != nil {
-		master, err := recvFile(console)
+	if consoleSock != nil {
+		master, err := console.RecvFile(consoleSock, false)
 		if err != nil {
 			k.c.Signal(unix.SIGKILL)
 			p.Wait()
-			return fmt.Errorf("receive console: %w", err)
+			return err
 		}
 		k.tty = master
 		if req.Stdin {
@@ -351,31 +352,4 @@ func (cs *containers) killAll() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func socketPair() (parent, child *os.File, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("socketpair: %w", err)
-	}
-	return os.NewFile(uintptr(fds[1]), "console-parent"), os.NewFile(uintptr(fds[0]), "console-child"), nil
-}
-
-// recvFile receives one file descriptor sent with SCM_RIGHTS.
-func recvFile(sock *os.File) (*os.File, error) {
-	name := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), name, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("bad control message: %v", err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return nil, fmt.Errorf("bad unix rights: %v", err)
-	}
-	return os.NewFile(uintptr(fds[0]), string(name[:n])), nil
 }

@@ -14,6 +14,7 @@ import (
 	cgmanager "github.com/opencontainers/cgroups/manager"
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/internal/idmap"
 	"github.com/minicri/minicri/internal/proc"
 )
 
@@ -133,10 +134,10 @@ func placePause(p Pause, pid int, log *slog.Logger) error {
 	return nil
 }
 
-func sysMaps(m []IDMap) []syscall.SysProcIDMap {
+func sysMaps(m []idmap.Mapping) []syscall.SysProcIDMap {
 	out := make([]syscall.SysProcIDMap, len(m))
 	for i, e := range m {
-		out[i] = syscall.SysProcIDMap{ContainerID: e.ContainerID, HostID: e.HostID, Size: e.Size}
+		out[i] = syscall.SysProcIDMap{ContainerID: int(e.ContainerID), HostID: int(e.HostID), Size: int(e.Length)}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package monitor
 import (
 	"path/filepath"
 
+	"github.com/minicri/minicri/internal/idmap"
 	"github.com/minicri/minicri/internal/proc"
 )
 
@@ -28,20 +29,7 @@ type Pause struct {
 	// UserNS, when set, gives the pause a new user namespace with these
 	// mappings, and a new network namespace owned by it (NetNSPath is then
 	// empty: the daemon pins the pause's netns afterwards).
-	UserNS *IDMaps `json:"userns,omitempty"`
-}
-
-// IDMaps are the UID and GID mappings of a user namespace.
-type IDMaps struct {
-	UIDs []IDMap `json:"uids"`
-	GIDs []IDMap `json:"gids"`
-}
-
-// IDMap maps Size IDs from ContainerID to HostID.
-type IDMap struct {
-	ContainerID int `json:"container_id"`
-	HostID      int `json:"host_id"`
-	Size        int `json:"size"`
+	UserNS *idmap.Mappings `json:"userns,omitempty"`
 }
 
 // State is what the monitor records in state.json as soon as it knows it,

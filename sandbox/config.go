@@ -8,6 +8,7 @@ package sandbox
 import (
 	"strconv"
 
+	"github.com/minicri/minicri/internal/idmap"
 	"github.com/minicri/minicri/network"
 )
 
@@ -40,11 +41,7 @@ type UserNS struct {
 }
 
 // IDMapping maps Length IDs from ContainerID (inside) to HostID (outside).
-type IDMapping struct {
-	ContainerID uint32 `json:"container_id"`
-	HostID      uint32 `json:"host_id"`
-	Length      uint32 `json:"length"`
-}
+type IDMapping = idmap.Mapping
 
 // OwnUserNS reports whether the pod gets a user namespace of its own.
 func (n Namespaces) OwnUserNS() bool { return n.UserNS != nil && n.UserNS.Mode == ModePod }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/idmap"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/steps"
 	"github.com/minicri/minicri/monitor"
@@ -224,9 +225,9 @@ func (r Record) monitorSpec(m *Manager) monitor.Spec {
 		sysctls = append(sysctls, k+"="+v)
 	}
 	sort.Strings(sysctls)
-	netns, userns := r.NetNSPath, (*monitor.IDMaps)(nil)
+	netns, userns := r.NetNSPath, (*idmap.Mappings)(nil)
 	if ns.OwnUserNS() {
-		netns, userns = "", &monitor.IDMaps{UIDs: idMaps(ns.UserNS.UIDs), GIDs: idMaps(ns.UserNS.GIDs)}
+		netns, userns = "", &idmap.Mappings{UIDs: ns.UserNS.UIDs, GIDs: ns.UserNS.GIDs}
 	}
 	return monitor.Spec{
 		PodID: r.ID,
@@ -243,12 +244,4 @@ func (r Record) monitorSpec(m *Manager) monitor.Spec {
 			CgroupPath: r.CgroupPath,
 		},
 	}
-}
-
-func idMaps(m []IDMapping) []monitor.IDMap {
-	out := make([]monitor.IDMap, len(m))
-	for i, e := range m {
-		out[i] = monitor.IDMap{ContainerID: int(e.ContainerID), HostID: int(e.HostID), Size: int(e.Length)}
-	}
-	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/minicri/minicri/internal/fsm"
 	"github.com/minicri/minicri/internal/proc"
 )
 
@@ -24,23 +25,10 @@ const (
 	StateRemoving State = "removing"
 )
 
-var transitions = map[State][]State{
+var transitions = fsm.Transitions[State]{
 	StateCreating: {StateReady},
 	StateReady:    {StateNotReady},
 	StateNotReady: {StateRemoving},
-}
-
-// canBecome reports whether s may move to next (staying is always allowed).
-func (s State) canBecome(next State) bool {
-	if s == next {
-		return true
-	}
-	for _, t := range transitions[s] {
-		if t == next {
-			return true
-		}
-	}
-	return false
 }
 
 // Status is the mutable part of a sandbox. A Status value is never changed
@@ -67,7 +55,7 @@ type Record struct {
 }
 
 func checkTransition(from, to State) error {
-	if !from.canBecome(to) {
+	if !transitions.Allows(from, to) {
 		return fmt.Errorf("%w: sandbox cannot go from %s to %s", ErrFailedPrecondition, from, to)
 	}
 	return nil

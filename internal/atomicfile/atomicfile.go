@@ -41,11 +41,20 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
 	ok = true
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+	if err := SyncDir(dir); err != nil {
+		return fmt.Errorf("atomic write %s: sync dir: %w", path, err)
 	}
 	return nil
+}
+
+// SyncDir makes a directory's entries (a rename, a new file) durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // WriteJSON marshals v and writes it atomically with mode 0600.
