@@ -230,9 +230,16 @@ cri_report() {
 	local mode=$1 from=$2 klog=$3 f=$OUT/cri-calls-$1.txt
 	{
 		echo "== $mode =="
+		echo "(minicri's counts include this suite's own crictl polling: Version, ListPodSandbox,"
+		echo " ListContainers, ContainerStatus. The kubelet counts an ExecSync whose command exits"
+		echo " non-zero - a failing probe - as an exec_sync error; minicri does not.)"
 		cri_calls "$from"
 		echo "The kubelet's count (kubelet_runtime_operations_total / _errors_total):"
 		kubelet_cri_metrics
+		if grep -q '\[Remote\(Runtime\|Image\)Service\] [A-Za-z]*"' "$klog"; then
+			echo "CRI requests in the kubelet's log (-v=10, count, call):"
+			grep -o '\[Remote\(Runtime\|Image\)Service\] [A-Za-z]*"' "$klog" | tr -d '"' | sort | uniq -c | sed 's/^/    /'
+		fi
 		echo "CRI errors in the kubelet's log (count, line):"
 		kubelet_cri_errors "$klog"
 	} >"$f" 2>&1
@@ -261,9 +268,14 @@ cgroup_root_create
 # A /16 no other interface routes (other private instances on this machine have their own
 # bridges; a route clash sends pod traffic to the wrong bridge).
 pod_subnet() {
-	local n
+	local n routes
+	routes=$(ip -4 route show)
 	for n in $(seq 180 189); do
-		[ -n "$(ip -4 route show to match "10.$n.0.1" 2>/dev/null | grep -v '^default')" ] || { echo "10.$n.0.0/16"; return; }
+		# Neither a route inside 10.n/16 nor one that covers it (other than the default).
+		! grep -q "^10\.$n\." <<<"$routes" || continue
+		[ -z "$(ip -4 route show to match "10.$n.0.1" 2>/dev/null | grep -v '^default')" ] || continue
+		echo "10.$n.0.0/16"
+		return
 	done
 	return 1
 }
@@ -542,7 +554,7 @@ mode_cluster() {
 	t0=$(e2e_now)
 	kubectl apply -f "$E2E_DIR/manifests/pod.yaml" >/dev/null
 	if kubectl wait --for=jsonpath='{.status.phase}'=Running pod/e2e-pod --timeout=240s >/dev/null; then
-		timing "cluster: kubectl apply -> Running (pod e2e-pod, images already pulled in standalone mode)" "$(e2e_since "$t0")"
+		timing "cluster: kubectl apply -> Running (pod e2e-pod, 2 containers, pulls of images not yet present included)" "$(e2e_since "$t0")"
 		pass "pod e2e-pod Running"
 	else
 		kubectl describe pod e2e-pod >&2 || true
