@@ -14,6 +14,9 @@ type Container struct {
 
 	op      sync.Mutex // serialises Start, Stop and Remove
 	removed bool       // set under op once Remove finished
+
+	// changed, when set, hears every published change of state.
+	changed func(c *Container, to State)
 }
 
 func newContainer(rec Record, recordPath string) *Container {
@@ -32,12 +35,17 @@ func (c *Container) ID() string { return c.rec.ID }
 // update persists the next status, then publishes it; the state machine
 // must allow the transition.
 func (c *Container) update(fn func(Status) Status) (Status, error) {
+	var from State
 	st, err := c.status.Update(func(cur Status) (Status, error) {
+		from = cur.State
 		next := fn(cur)
 		return next, checkTransition(cur.State, next.State)
 	})
 	if err != nil {
 		return st, fmt.Errorf("update container %s: %w", c.rec.ID, err)
+	}
+	if st.State != from && c.changed != nil {
+		c.changed(c, st.State)
 	}
 	return st, nil
 }

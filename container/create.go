@@ -231,7 +231,7 @@ func (c *creation) destroy(ctx context.Context) error {
 }
 
 func (c *creation) publish(context.Context) error {
-	ctr := newContainer(c.rec, c.m.recordPath(c.rec.ID))
+	ctr := c.m.newContainer(c.rec)
 	if _, err := ctr.update(func(s Status) Status { s.State = StateCreated; return s }); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/monitor"
 )
@@ -236,6 +237,7 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	m.rates.forget(c.ID())
 	m.store.delete(c.ID())
 	m.names.release(nameKey(c.rec.PodID, c.rec.Config), c.ID())
+	m.events.Publish(events.Event{Kind: events.Deleted, ID: c.ID(), PodID: c.rec.PodID})
 	m.log.Info("container removed", "pod", c.rec.PodID, "container", c.ID())
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/internal/events"
 )
 
 // Images is the part of the image store containers use: an image is pinned
@@ -32,15 +33,18 @@ type Options struct {
 	Pods     Pods
 	HostCaps []string
 	Log      *slog.Logger
+	Events   *events.Broker // lifecycle events; nil: nobody listens
 }
 
 // Manager owns every container of one minicri instance.
 type Manager struct {
-	opts  Options
-	log   *slog.Logger
-	store *store
-	names *names
-	rates *rates
+	opts   Options
+	log    *slog.Logger
+	store  *store
+	names  *names
+	rates  *rates
+	events *events.Broker
+	done   chan struct{} // closed by Close
 	// metrics caches the CRI metrics samples (see metrics.go).
 	metrics *metricsCache
 }
@@ -50,7 +54,11 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	if opts.Events == nil {
+		opts.Events = events.NewBroker()
+	}
 	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames(), rates: &rates{last: map[string]Usage{}},
+		events: opts.Events, done: make(chan struct{}),
 		metrics: newMetricsCache()}
 	for _, d := range []string{m.recordsDir(), m.stateDir(), m.runcRoot()} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
@@ -60,8 +68,12 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	if err := m.recover(ctx); err != nil {
 		return nil, fmt.Errorf("recover containers: %w", err)
 	}
+	go m.watchExits()
 	return m, nil
 }
+
+// Close stops the manager's background work.
+func (m *Manager) Close() { close(m.done) }
 
 func (m *Manager) recordsDir() string           { return filepath.Join(m.opts.Root, "containers") }
 func (m *Manager) stateDir() string             { return filepath.Join(m.opts.State, "containers") }

@@ -37,7 +37,7 @@ func (m *Manager) recover(ctx context.Context) error {
 				m.log.Warn("image of recovered container is gone", "container", id, "image", rec.ImageID, "err", err)
 			}
 			m.reacquireImageVolumes(rec)
-			c := newContainer(rec, m.recordPath(id))
+			c := m.newContainer(rec)
 			m.store.add(c)
 			m.names.reserve(nameKey(rec.PodID, rec.Config), id)
 			m.log.Info("recovered container", "container", id, "pod", rec.PodID, "state", m.refresh(c).State)

@@ -20,6 +20,7 @@ import (
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/network"
 	"github.com/minicri/minicri/sandbox"
 	"github.com/minicri/minicri/server"
@@ -70,9 +71,10 @@ func Run(cfg config.Config) error {
 		return err
 	}
 	hooks := &podContainers{}
+	bus := events.NewBroker()
 	sandboxes, err := sandbox.New(ctx, sandbox.Options{
 		Root: cfg.Root, State: cfg.State, Exe: exe, PausePath: pause,
-		CgroupParent: cfg.CgroupParent, Network: net, Containers: hooks, Log: log,
+		CgroupParent: cfg.CgroupParent, Network: net, Containers: hooks, Log: log, Events: bus,
 	})
 	if err != nil {
 		return err
@@ -82,12 +84,13 @@ func Run(cfg config.Config) error {
 		return fmt.Errorf("read own capabilities: %w", err)
 	}
 	containers, err := container.New(ctx, container.Options{
-		Root: cfg.Root, State: cfg.State, Images: images, Pods: pods{sandboxes}, HostCaps: caps, Log: log,
+		Root: cfg.Root, State: cfg.State, Images: images, Pods: pods{sandboxes}, HostCaps: caps, Log: log, Events: bus,
 	})
 	if err != nil {
 		return err
 	}
 	hooks.m = containers
+	defer containers.Close()
 	// Recovered containers have pinned their images again: what no image
 	// and no container uses can go.
 	if err := images.GC(); err != nil {
@@ -102,7 +105,7 @@ func Run(cfg config.Config) error {
 	}
 	stream.Start()
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
-		Streaming: stream, Log: log,
+		Streaming: stream, Events: bus, Log: log,
 		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen}})
 	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
 	srv.Register(g)

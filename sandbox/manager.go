@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/mounts"
 	"github.com/minicri/minicri/network"
 )
@@ -38,6 +39,7 @@ type Options struct {
 	Network      Network
 	Containers   Containers
 	Log          *slog.Logger
+	Events       *events.Broker // lifecycle events; nil: nobody listens
 }
 
 // Manager owns every sandbox of one minicri instance.
@@ -54,6 +56,9 @@ type Manager struct {
 func New(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
+	}
+	if opts.Events == nil {
+		opts.Events = events.NewBroker()
 	}
 	m := &Manager{opts: opts, log: opts.Log, store: newStore(), inflight: newInflight()}
 	for _, d := range []string{m.recordsDir(), m.stateDir(), m.netnsDir()} {
@@ -146,4 +151,10 @@ func (m *Manager) Close() error {
 	}
 	removeEmptyCgroup(m.opts.CgroupParent)
 	return nil
+}
+
+// emit publishes a sandbox lifecycle event (the CRI reports sandboxes in
+// GetContainerEvents under their own ID, as containerd does).
+func (m *Manager) emit(kind events.Kind, id string) {
+	m.opts.Events.Publish(events.Event{Kind: kind, ID: id, PodID: id})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/idmap"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/steps"
@@ -206,6 +207,8 @@ func (c *creation) publish(context.Context) error {
 	sb.setPause(c.pause)
 	c.rec.Status = sb.Status()
 	c.m.store.add(sb)
+	c.m.emit(events.Created, sb.ID())
+	c.m.emit(events.Started, sb.ID())
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/monitor"
 	"github.com/minicri/minicri/network"
 )
@@ -47,6 +48,7 @@ func (m *Manager) stopLocked(ctx context.Context, sb *Sandbox) error {
 	}); err != nil {
 		return err
 	}
+	m.emit(events.Stopped, sb.ID())
 	m.log.Info("pod sandbox stopped", "pod", sb.ID())
 	return nil
 }
@@ -120,6 +122,7 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	sb.removed = true
 	m.store.delete(sb.ID())
 	m.inflight.forget(sb.rec.Config.Metadata.key())
+	m.emit(events.Deleted, sb.ID())
 	m.log.Info("pod sandbox removed", "pod", sb.ID())
 	return nil
 }

@@ -119,6 +119,35 @@ func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSta
 		return nil, err
 	}
 	st := c.Status
+	status := containerStatusToCRI(c)
+	resp := &runtimeapi.ContainerStatusResponse{Status: status}
+	if req.GetVerbose() {
+		var spec any
+		if data, err := os.ReadFile(filepath.Join(s.containers.BundleDir(c.ID), "config.json")); err == nil {
+			json.Unmarshal(data, &spec)
+		}
+		info, _ := json.Marshal(map[string]any{
+			"pid": st.Init.PID, "sandboxID": c.PodID, "runtimeSpec": spec, "imageRef": c.ImageRef,
+		})
+		resp.Info = map[string]string{"info": string(info)}
+	}
+	return resp, nil
+}
+
+// UpdateContainerResources changes a container's limits live.
+func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	if req.GetLinux() == nil {
+		return nil, invalid("linux resources are required")
+	}
+	if err := s.containers.UpdateResources(ctx, req.GetContainerId(), resourcesFromCRI(req.GetLinux())); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
+// containerStatusToCRI builds the CRI status of a container.
+func containerStatusToCRI(c container.Info) *runtimeapi.ContainerStatus {
+	st := c.Status
 	status := &runtimeapi.ContainerStatus{
 		Id:          c.ID,
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Config.Name, Attempt: c.Config.Attempt},
@@ -149,27 +178,5 @@ func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSta
 	if !st.FinishedAt.IsZero() {
 		status.FinishedAt = st.FinishedAt.UnixNano()
 	}
-	resp := &runtimeapi.ContainerStatusResponse{Status: status}
-	if req.GetVerbose() {
-		var spec any
-		if data, err := os.ReadFile(filepath.Join(s.containers.BundleDir(c.ID), "config.json")); err == nil {
-			json.Unmarshal(data, &spec)
-		}
-		info, _ := json.Marshal(map[string]any{
-			"pid": st.Init.PID, "sandboxID": c.PodID, "runtimeSpec": spec, "imageRef": c.ImageRef,
-		})
-		resp.Info = map[string]string{"info": string(info)}
-	}
-	return resp, nil
-}
-
-// UpdateContainerResources changes a container's limits live.
-func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
-	if req.GetLinux() == nil {
-		return nil, invalid("linux resources are required")
-	}
-	if err := s.containers.UpdateResources(ctx, req.GetContainerId(), resourcesFromCRI(req.GetLinux())); err != nil {
-		return nil, err
-	}
-	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+	return status
 }

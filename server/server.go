@@ -49,6 +49,7 @@ type Server struct {
 	images     Images
 	network    Network
 	streaming  Streaming
+	events     Events
 	log        *slog.Logger
 	config     any
 }
@@ -60,6 +61,7 @@ type Deps struct {
 	Images     Images
 	Network    Network
 	Streaming  Streaming // nil: Exec, Attach and PortForward are unimplemented
+	Events     Events
 	Log        *slog.Logger
 	// Config is reported by a verbose Status as info["config"] (JSON), as
 	// containerd does; critest reads its stateDir.
@@ -69,7 +71,7 @@ type Deps struct {
 // New creates the server.
 func New(d Deps) *Server {
 	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, network: d.Network,
-		streaming: d.Streaming, log: d.Log, config: d.Config}
+		streaming: d.Streaming, events: d.Events, log: d.Log, config: d.Config}
 }
 
 // Register adds the CRI services to g.
