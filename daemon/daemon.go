@@ -107,7 +107,7 @@ func Run(cfg config.Config) error {
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
 		Streaming: stream, Events: bus, Log: log,
 		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen}})
-	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
+	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.StreamInterceptor(srv.StreamInterceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
 	srv.Register(g)
 
 	ln, err := listen(cfg)

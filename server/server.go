@@ -92,3 +92,16 @@ func (s *Server) Interceptor(ctx context.Context, req any, info *grpc.UnaryServe
 	}
 	return resp, err
 }
+
+// StreamInterceptor does for streaming calls what Interceptor does for
+// unary ones: one log line, domain errors turned into gRPC statuses.
+func (s *Server) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	start := time.Now()
+	err := toStatus(handler(srv, ss))
+	if err != nil {
+		s.log.Warn("CRI stream failed", "method", info.FullMethod, "duration", time.Since(start), "err", err)
+	} else {
+		s.log.Debug("CRI stream", "method", info.FullMethod, "duration", time.Since(start))
+	}
+	return err
+}
