@@ -24,7 +24,7 @@ e2e_alive() {
 proc_start() {
 	local name=$1 log=$2
 	shift 2
-	setsid "$@" </dev/null >"$log" 2>&1 &
+	setsid "$@" </dev/null >"$log" 2>&1 8>&- 9>&- &
 	E2E_PID[$name]=$!
 	E2E_LOG[$name]=$log
 	E2E_PROCS+=("$! $name")

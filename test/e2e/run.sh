@@ -44,8 +44,12 @@ E2E_MODE=setup
 [ "$(id -u)" = 0 ] || { echo "e2e: needs root" >&2; exit 1; }
 [ -x "$CRICTL" ] || { echo "e2e: $CRICTL missing: run make deps" >&2; exit 1; }
 [ -x "$ROOT/bin/minicri" ] || { echo "e2e: bin/minicri missing: run make build" >&2; exit 1; }
+# The original stdout/stderr, kept on fds 8/9: a signal can arrive while a function runs
+# with its output redirected (`check ... >/dev/null`), and the exit trap must still reach
+# the terminal. Long-running children get them closed (proc_start, instance_start below).
+exec 8>&1 9>&2
 mkdir -p "$OUT"
-rm -f "$OUT"/*.log "$OUT"/summary.txt
+rm -f "$OUT"/*.log "$OUT"/summary.txt "$OUT"/cri-calls-*.txt
 
 # Tools the suite itself uses (Debian packages), installed only when missing.
 missing=()
@@ -159,13 +163,23 @@ unmount_tree() {
 on_exit() {
 	local rc=$? d
 	trap - EXIT
+	exec 1>&8 2>&9
 	set +e
 	E2E_MODE=teardown
 	proc_stop_all
 	for d in "${KUBELET_ROOTS[@]}"; do unmount_tree "$d"; done
 	if [ -n "${INSTANCE_LOG:-}" ] && [ -f "$INSTANCE_LOG" ]; then cp "$INSTANCE_LOG" "$OUT/minicri.log"; fi
 	export INSTANCE_ARTIFACTS=$OUT
-	# The kubelet's QoS cgroups (kubepods/...) stay after it stops; empty ones go now.
+	# Pods left behind (a failed or interrupted run) go first, so that the kubelet's pod
+	# and QoS cgroups (which stay after it stops) are empty and can be removed now.
+	if [ -n "${INSTANCE_PID:-}" ] && e2e_alive "$INSTANCE_PID"; then
+		d=$(instance_crictl pods -q 2>/dev/null | tr '\n' ' ')
+		if [ -n "${d// /}" ]; then
+			e2e_log "removing pods left behind: $d"
+			# shellcheck disable=SC2086
+			{ instance_crictl stopp $d && instance_crictl rmp $d; } >/dev/null 2>&1 || true
+		fi
+	fi
 	cgroup_root_remove
 	if ! instance_stop; then
 		E2E_FAILS+=("teardown: minicri did not stop cleanly or left something behind")
@@ -181,14 +195,15 @@ on_exit() {
 	else
 		rm -rf --one-file-system "$E2E_TMP"
 	fi
-	summary | tee "$OUT/summary.txt"
-	[ ${#E2E_FAILS[@]} -eq 0 ] || rc=1
+	summary >"$OUT/summary.txt" 2>&1
+	cat "$OUT/summary.txt"
+	[ $rc -ne 0 ] || [ ${#E2E_FAILS[@]} -eq 0 ] || rc=1
 	[ $rc -eq 0 ] && echo "e2e: PASS" || echo "e2e: FAIL (exit $rc); logs in $OUT" >&2
 	exit $rc
 }
 trap on_exit EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'E2E_FAILS+=("interrupted (SIGINT)"); exit 130' INT
+trap 'E2E_FAILS+=("interrupted (SIGTERM)"); exit 143' TERM
 
 # ---- CRI call accounting ----------------------------------------------------------------
 
@@ -283,7 +298,7 @@ POD_BRIDGE=mcri-e2e0
 # A bridge left by an earlier run keeps its old address (and route): start clean.
 ip link del "$POD_BRIDGE" 2>/dev/null || true
 POD_SUBNET=$(pod_subnet) || { echo "e2e: no free 10.180-189.0.0/16 subnet for the pod bridge" >&2; exit 1; }
-INSTANCE_REGISTRY="test" instance_start e2e "$POD_BRIDGE" "$POD_SUBNET" e2
+INSTANCE_REGISTRY="test" instance_start e2e "$POD_BRIDGE" "$POD_SUBNET" e2 8>&- 9>&-
 MINICRI_SOCK=$INSTANCE_SOCK
 # Mounts an idle minicri keeps (the shared netns pin dir); anything more later is a leak.
 MINICRI_BASE_MOUNTS=$(mounts_under "$INSTANCE_TMP" | sort)
