@@ -160,6 +160,22 @@ unmount_tree() {
 	mounts_under "$1" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 }
 
+# pod_logs_remove: the kubelet removes a pod's /var/log/pods dir and /var/log/containers
+# links in its GC, a while after the pod; a failed or interrupted run may stop it first.
+# Only this suite's pods (namespace default, names e2e-* and static-web-<node>).
+pod_logs_remove() {
+	local f
+	for f in /var/log/pods/default_e2e-* "/var/log/pods/default_static-web-${NODE_NAME}_"*; do
+		[ -d "$f" ] || continue
+		e2e_log "removing pod log dir left behind: $f"
+		rm -rf --one-file-system "$f"
+	done
+	for f in /var/log/containers/e2e-*_default_* "/var/log/containers/static-web-${NODE_NAME}_default_"*; do
+		[ -L "$f" ] && rm -f "$f"
+	done
+	return 0
+}
+
 on_exit() {
 	local rc=$? d
 	trap - EXIT
@@ -185,6 +201,7 @@ on_exit() {
 		E2E_FAILS+=("teardown: minicri did not stop cleanly or left something behind")
 	fi
 	cgroup_root_remove
+	pod_logs_remove
 	# minicri leaves its bridge; this run's address on it must not shadow other routes.
 	[ -z "${POD_BRIDGE:-}" ] || ip link del "$POD_BRIDGE" 2>/dev/null || true
 	for d in "$E2E_TMP"/*.log; do [ -f "$d" ] && cp "$d" "$OUT/"; done
