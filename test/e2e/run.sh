@@ -269,8 +269,10 @@ cri_report() {
 		echo "The kubelet's count (kubelet_runtime_operations_total / _errors_total):"
 		kubelet_cri_metrics
 		if grep -q '\[Remote\(Runtime\|Image\)Service\] [A-Za-z]*"' "$klog"; then
-			echo "CRI requests in the kubelet's log (-v=10, count, call):"
-			grep -o '\[Remote\(Runtime\|Image\)Service\] [A-Za-z]*"' "$klog" | tr -d '"' | sort | uniq -c | sed 's/^/    /'
+			echo "CRI calls named in the kubelet's -v=10 log (runtime service; image calls are in the metrics):"
+			grep -o '\[Remote\(Runtime\|Image\)Service\] [A-Za-z]*"' "$klog" | tr -d '"' |
+				sed 's/Response$//; s/^\[Remote[A-Za-z]*\] //' | sort -u | tr '\n' ' ' | fold -s -w 88 | sed 's/^/    /'
+			echo
 		fi
 		echo "CRI errors in the kubelet's log (count, line):"
 		kubelet_cri_errors "$klog"
@@ -650,16 +652,16 @@ mode_cluster() {
 		check "job output in kubectl logs" output_has job-done kubectl logs job/e2e-job
 
 	# A container that exits 3: exit code 3, restarts with back-off.
+	t0=$(e2e_now)
 	kubectl apply -f "$E2E_DIR/manifests/crash.yaml" >/dev/null
 	check "crashing container reports exit code 3" \
 		wait_for 120 eval '[ "$(pod_field e2e-crash "{.status.containerStatuses[0].lastState.terminated.exitCode}")" = 3 ]'
-	check "crashing container is in CrashLoopBackOff" \
-		wait_for 120 eval '[ "$(pod_field e2e-crash "{.status.containerStatuses[0].state.waiting.reason}")" = CrashLoopBackOff ]'
-	check "crashing container restarted at least twice (back-off)" \
-		wait_for 120 eval "[ \"\$(pod_field e2e-crash '{.status.containerStatuses[0].restartCount}')\" -ge 2 ]"
-	crash_backoff_check
-	check "crashing container's output in kubectl logs --previous" \
-		output_has 'about to exit 3' kubectl logs e2e-crash --previous
+	if check "crashing container restarted at least twice" \
+		wait_for 150 eval '[ "$(pod_field e2e-crash "{.status.containerStatuses[0].restartCount}")" -ge 2 ]'; then
+		crash_backoff_check "$(e2e_since "$t0")"
+	fi
+	check "crashing container's output in kubectl logs (current or --previous)" \
+		wait_for 30 eval "output_has 'about to exit 3' kubectl logs e2e-crash || output_has 'about to exit 3' kubectl logs e2e-crash --previous"
 
 	# kubectl delete removes everything.
 	t0=$(e2e_now)
@@ -703,11 +705,17 @@ deploy_memory_limits() {
 	[ "$n" = 3 ]
 }
 
-# crash_backoff_check: the gaps between restarts grow (10s, 20s, ... back-off), seen in
-# the kubelet's events ("Back-off restarting failed container").
+# crash_backoff_check SECONDS: restarts are spaced by the kubelet's back-off (10s, 20s,
+# ...): two restarts take well over 10s (without back-off, a container that exits at once
+# restarts within a second or two), and the kubelet reports BackOff. (The Waiting /
+# CrashLoopBackOff state is not checked: kubelet 1.37 publishes it for only ~50ms before
+# each restart, when no other sync happens in between.)
 crash_backoff_check() {
+	check "two restarts took ${1}s (>= 10s: back-off)" awk -v t="$1" 'BEGIN { exit !(t >= 10) }'
 	check "kubelet reports BackOff events for e2e-crash" \
 		output_has BackOff kubectl get events --field-selector involvedObject.name=e2e-crash -o 'jsonpath={.items[*].reason}'
+	check "kubelet logged 'Back-off restarting failed container' for e2e-crash" \
+		grep -q 'Back-off restarting failed container.*pod=e2e-crash_default' "$KUBELET_LOG"
 }
 
 # ---- run --------------------------------------------------------------------------------
