@@ -331,6 +331,7 @@ KUBELET_HEALTHZ_PORT=$(free_port)
 # kubelet_start MODE [KUBECONFIG]
 kubelet_start() {
 	local mode=$1 kubeconfig=${2:-} dir=$E2E_TMP/kubelet-$1 args
+	minicri_running || return 1
 	mkdir -p "$dir/root" "$dir/manifests" "$dir/volume-plugins"
 	KUBELET_ROOTS+=("$dir/root")
 	KUBELET_MANIFESTS=$dir/manifests
@@ -383,6 +384,13 @@ kubelet_start() {
 	pass "kubelet serves /healthz"
 	check "kubelet takes the cgroup driver (cgroupfs) from minicri's RuntimeConfig" \
 		grep -q 'Using cgroup driver setting received from the CRI runtime.*cgroupDriver="cgroupfs"' "$KUBELET_LOG"
+}
+
+# minicri_running: the instance is alive (a failed check says how it ended otherwise).
+minicri_running() {
+	e2e_alive "$INSTANCE_PID" && [ -S "$MINICRI_SOCK" ] && return 0
+	fail "minicri (pid $INSTANCE_PID) is running and serves $MINICRI_SOCK" \
+		"$(grep -c '"msg":"shutting down"' "$INSTANCE_LOG") 'shutting down' (SIGINT/SIGTERM) in its log"
 }
 
 kubelet_stop() {
@@ -518,6 +526,7 @@ mode_standalone() {
 	check "manifest removed: pod cgroups removed within 60s" wait_for 60 no_pod_cgroups
 	check "no leaked netns, mounts, cgroups or processes" leak_check
 	check "kubelet still running" proc_running kubelet
+	minicri_running && pass "minicri still running"
 	cri_report standalone "$mark" "$KUBELET_LOG"
 	kubelet_stop standalone
 }
@@ -681,6 +690,7 @@ mode_cluster() {
 	for i in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
 		check "$i still running" proc_running "$i"
 	done
+	minicri_running && pass "minicri still running"
 	cri_report cluster "$mark" "$KUBELET_LOG"
 	kubelet_stop cluster
 	proc_stop kube-scheduler
