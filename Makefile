@@ -2,10 +2,10 @@
 # everything that needs tools depends on `deps` (fast when already done).
 #
 #   make run          build, install what is missing, run minicri in the foreground
-#   make test         vet + unit + integration + critest, stops at the first failure
+#   make test         vet + unit + integration + critest + e2e, stops at the first failure
 #   make critest      critest v1.37.0 against a private minicri instance
 #   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
-#   make bench        pod lifecycle latency against a private minicri instance
+#   make bench        minicri vs Debian containerd + runc: pod lifecycles, memory, image pull
 
 SHELL       := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c

@@ -24,6 +24,7 @@
 #                      loopback port and point minicri's registry mirrors at it
 # Outputs (set by instance_start):
 #   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
+#   INSTANCE_BRIDGE (deleted by instance_stop)
 
 INSTANCE_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 : "${MINICRI:=$INSTANCE_REPO/bin/minicri}"
@@ -70,6 +71,7 @@ instance_run() {
 # instance_start NAME BRIDGE SUBNET [TAG]   (TAG: 2-3 letters naming the temp dir)
 instance_start() {
 	local name=$1 bridge=$2 subnet=$3 tag=${4:-${1:0:2}} i timeout=${INSTANCE_START_TIMEOUT:-30}
+	INSTANCE_BRIDGE=$bridge
 	[ "$(id -u)" = 0 ] || { instance__log "minicri needs root"; return 1; }
 	[ -x "$MINICRI" ] || { instance__log "$MINICRI missing: run make build"; return 1; }
 	[ -x "$CRICTL" ] || { instance__log "$CRICTL missing: run make deps"; return 1; }
@@ -273,6 +275,10 @@ instance_stop() {
 		kill -TERM "$INSTANCE_REGISTRY_PID" 2>/dev/null || true
 		wait "$INSTANCE_REGISTRY_PID" 2>/dev/null || true
 		INSTANCE_REGISTRY_PID=
+	fi
+	# The CNI bridge plugin never deletes its bridge; this instance's is ours.
+	if [ -n "${INSTANCE_BRIDGE:-}" ] && ip link show "$INSTANCE_BRIDGE" >/dev/null 2>&1; then
+		ip link del "$INSTANCE_BRIDGE" || { instance__log "cannot delete bridge $INSTANCE_BRIDGE"; rc=1; }
 	fi
 	if ! instance__leaks; then
 		rc=1
