@@ -14,6 +14,7 @@ import (
 
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/idindex"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/steps"
 	"github.com/minicri/minicri/monitor"
@@ -37,7 +38,7 @@ func (m *Manager) Create(ctx context.Context, podID string, cfg Config) (string,
 	if !pod.Ready {
 		return "", fmt.Errorf("%w: pod sandbox %s is not ready", ErrFailedPrecondition, pod.ID)
 	}
-	id := newID()
+	id := idindex.NewID()
 	key := nameKey(pod.ID, cfg)
 	if err := m.names.reserve(key, id); err != nil {
 		return "", err

@@ -49,6 +49,12 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 // Stop stops a container: its stop signal, then SIGKILL once timeout has
 // passed. A stopped or unknown container is not an error.
 func (m *Manager) Stop(ctx context.Context, id string, timeout time.Duration) error {
+	return m.withContainer(id, func(c *Container) error { return m.stopLocked(ctx, c, timeout) })
+}
+
+// withContainer runs fn with the container's operation lock held; an
+// unknown ID is not an error (Stop and Remove are idempotent).
+func (m *Manager) withContainer(id string, fn func(*Container) error) error {
 	c, err := m.store.get(id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -58,7 +64,7 @@ func (m *Manager) Stop(ctx context.Context, id string, timeout time.Duration) er
 	}
 	c.op.Lock()
 	defer c.op.Unlock()
-	return m.stopLocked(ctx, c, timeout)
+	return fn(c)
 }
 
 func (m *Manager) stopLocked(ctx context.Context, c *Container, timeout time.Duration) error {
@@ -212,15 +218,10 @@ func (m *Manager) info(c *Container) Info {
 
 // Remove stops the container if needed and deletes it. Unknown IDs are fine.
 func (m *Manager) Remove(ctx context.Context, id string) error {
-	c, err := m.store.get(id)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	c.op.Lock()
-	defer c.op.Unlock()
+	return m.withContainer(id, func(c *Container) error { return m.removeLocked(ctx, c) })
+}
+
+func (m *Manager) removeLocked(ctx context.Context, c *Container) error {
 	if c.removed {
 		return nil
 	}

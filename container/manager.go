@@ -2,15 +2,15 @@ package container
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/events"
+	"github.com/minicri/minicri/internal/idindex"
 )
 
 // Images is the part of the image store containers use: an image is pinned
@@ -111,37 +111,20 @@ type Filter struct {
 func (m *Manager) List(f Filter) []Info {
 	var out []Info
 	for _, c := range m.store.all("") {
-		if f.ID != "" && !hasPrefix(c.rec.ID, f.ID) {
+		if f.ID != "" && !strings.HasPrefix(c.rec.ID, f.ID) {
 			continue
 		}
-		if f.PodID != "" && !hasPrefix(c.rec.PodID, f.PodID) {
+		if f.PodID != "" && !strings.HasPrefix(c.rec.PodID, f.PodID) {
 			continue
 		}
 		info := m.info(c)
 		if f.State != nil && info.Status.State != *f.State {
 			continue
 		}
-		if !labelsMatch(info.Config.Labels, f.LabelSelector) {
+		if !idindex.LabelsMatch(info.Config.Labels, f.LabelSelector) {
 			continue
 		}
 		out = append(out, info)
 	}
 	return out
-}
-
-func labelsMatch(labels, selector map[string]string) bool {
-	for k, v := range selector {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
-
-func newID() string {
-	b := make([]byte, 32)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -2,14 +2,14 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/minicri/minicri/internal/events"
+	"github.com/minicri/minicri/internal/idindex"
 	"github.com/minicri/minicri/internal/mounts"
 	"github.com/minicri/minicri/network"
 )
@@ -112,26 +112,13 @@ func (m *Manager) List(f Filter) []Info {
 }
 
 func (f Filter) matches(info Info) bool {
-	if f.ID != "" && !hasPrefix(info.ID, f.ID) {
+	if f.ID != "" && !strings.HasPrefix(info.ID, f.ID) {
 		return false
 	}
 	if f.State != nil && info.Status.State != *f.State {
 		return false
 	}
-	for k, v := range f.LabelSelector {
-		if got, ok := info.Config.Labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
-
-func newID() string {
-	b := make([]byte, 32)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	return idindex.LabelsMatch(info.Config.Labels, f.LabelSelector)
 }
 
 // MonitorDir is the directory of the pod's monitor (its socket and state).

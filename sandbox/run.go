@@ -11,6 +11,7 @@ import (
 
 	"github.com/minicri/minicri/internal/atomicfile"
 	"github.com/minicri/minicri/internal/events"
+	"github.com/minicri/minicri/internal/idindex"
 	"github.com/minicri/minicri/internal/idmap"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/steps"
@@ -57,7 +58,7 @@ type creation struct {
 }
 
 func (m *Manager) create(ctx context.Context, cfg Config) (string, error) {
-	id := newID()
+	id := idindex.NewID()
 	parent := cfg.CgroupParent
 	if parent == "" {
 		parent = m.opts.CgroupParent

@@ -19,6 +19,12 @@ const stopGrace = 10 * time.Second
 // Stop stops the pod's processes, tears its network down and releases its
 // namespaces and shm. It is idempotent; an unknown ID is not an error.
 func (m *Manager) Stop(ctx context.Context, id string) error {
+	return m.withSandbox(id, func(sb *Sandbox) error { return m.stopLocked(ctx, sb) })
+}
+
+// withSandbox runs fn with the sandbox's operation lock held; an unknown ID
+// is not an error (Stop and Remove are idempotent).
+func (m *Manager) withSandbox(id string, fn func(*Sandbox) error) error {
 	sb, err := m.store.get(id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -28,7 +34,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	}
 	sb.op.Lock()
 	defer sb.op.Unlock()
-	return m.stopLocked(ctx, sb)
+	return fn(sb)
 }
 
 func (m *Manager) stopLocked(ctx context.Context, sb *Sandbox) error {
@@ -93,15 +99,10 @@ func (m *Manager) releaseResources(ctx context.Context, rec Record) error {
 // Remove stops the sandbox if needed and deletes everything it had. It is
 // idempotent; an unknown ID is not an error.
 func (m *Manager) Remove(ctx context.Context, id string) error {
-	sb, err := m.store.get(id)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	sb.op.Lock()
-	defer sb.op.Unlock()
+	return m.withSandbox(id, func(sb *Sandbox) error { return m.removeLocked(ctx, sb) })
+}
+
+func (m *Manager) removeLocked(ctx context.Context, sb *Sandbox) error {
 	if sb.removed {
 		return nil
 	}

@@ -3,6 +3,8 @@
 package idindex
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"sync"
@@ -80,4 +82,24 @@ func (x *Index[T]) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return len(x.byID)
+}
+
+// NewID returns a fresh random 64-hex ID, as containerd and CRI-O use.
+func NewID() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand: " + err.Error()) // never fails on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// LabelsMatch reports whether labels hold every key/value of selector (the
+// CRI's label_selector).
+func LabelsMatch(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
