@@ -81,7 +81,7 @@ func (m *Manager) runcRoot() string             { return filepath.Join(m.opts.St
 func (m *Manager) rootDir(id string) string     { return filepath.Join(m.recordsDir(), id) }
 func (m *Manager) ctrStateDir(id string) string { return filepath.Join(m.stateDir(), id) }
 func (m *Manager) recordPath(id string) string {
-	return filepath.Join(m.rootDir(id), "container.json")
+	return filepath.Join(m.rootDir(id), recordFile)
 }
 func (m *Manager) rootfsPath(id string) string { return filepath.Join(m.ctrStateDir(id), "rootfs") }
 
@@ -128,3 +128,6 @@ func (m *Manager) List(f Filter) []Info {
 	}
 	return out
 }
+
+// recordFile is the name of the record in each object's root directory.
+const recordFile = "container.json"

@@ -12,36 +12,14 @@ import (
 // crashed creations or removals are finished off; state without a record is
 // released.
 func (m *Manager) recover(ctx context.Context) error {
-	entries, err := os.ReadDir(m.recordsDir())
-	if err != nil {
-		return err
-	}
-	known := map[string]bool{}
-	for _, e := range entries {
-		id := e.Name()
-		var rec Record
-		if err := atomicfile.ReadJSON(m.recordPath(id), &rec); err != nil || rec.ID != id {
+	known, err := atomicfile.ScanRecords(m.recordsDir(), recordFile, func(r *Record) string { return r.ID },
+		func(id string, rec *Record) { m.recoverOne(ctx, *rec) },
+		func(id string, err error) {
 			m.log.Warn("container directory without a valid record; removing", "container", id, "err", err)
 			m.releaseStray(ctx, id)
-			continue
-		}
-		known[id] = true
-		switch rec.Status.State {
-		case StateCreating, StateRemoving:
-			m.log.Info("cleaning up container left by a crash", "container", id, "state", rec.Status.State)
-			if err := m.release(ctx, rec); err != nil {
-				m.log.Error("cleanup of crashed container failed", "container", id, "err", err)
-			}
-		default:
-			if _, err := m.opts.Images.Acquire(rec.ImageID); err != nil {
-				m.log.Warn("image of recovered container is gone", "container", id, "image", rec.ImageID, "err", err)
-			}
-			m.reacquireImageVolumes(rec)
-			c := m.newContainer(rec)
-			m.store.add(c)
-			m.names.reserve(nameKey(rec.PodID, rec.Config), id)
-			m.log.Info("recovered container", "container", id, "pod", rec.PodID, "state", m.refresh(c).State)
-		}
+		})
+	if err != nil {
+		return err
 	}
 	strays, _ := os.ReadDir(m.stateDir())
 	for _, e := range strays {
@@ -51,6 +29,28 @@ func (m *Manager) recover(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// recoverOne brings back one recorded container, or finishes the crashed
+// operation its record shows.
+func (m *Manager) recoverOne(ctx context.Context, rec Record) {
+	id := rec.ID
+	switch rec.Status.State {
+	case StateCreating, StateRemoving:
+		m.log.Info("cleaning up container left by a crash", "container", id, "state", rec.Status.State)
+		if err := m.release(ctx, rec); err != nil {
+			m.log.Error("cleanup of crashed container failed", "container", id, "err", err)
+		}
+	default:
+		if _, err := m.opts.Images.Acquire(rec.ImageID); err != nil {
+			m.log.Warn("image of recovered container is gone", "container", id, "image", rec.ImageID, "err", err)
+		}
+		m.reacquireImageVolumes(rec)
+		c := m.newContainer(rec)
+		m.store.add(c)
+		m.names.reserve(nameKey(rec.PodID, rec.Config), id)
+		m.log.Info("recovered container", "container", id, "pod", rec.PodID, "state", m.refresh(c).State)
+	}
 }
 
 // releaseStray frees what an unrecorded container may hold.

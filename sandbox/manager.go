@@ -80,7 +80,7 @@ func (m *Manager) podStateDir(id string) string {
 	return filepath.Join(m.stateDir(), id)
 }
 func (m *Manager) recordPath(id string) string {
-	return filepath.Join(m.podRootDir(id), "sandbox.json")
+	return filepath.Join(m.podRootDir(id), recordFile)
 }
 
 // Get returns a sandbox by ID or unique ID prefix.
@@ -145,3 +145,6 @@ func (m *Manager) Close() error {
 func (m *Manager) emit(kind events.Kind, id string) {
 	m.opts.Events.Publish(events.Event{Kind: kind, ID: id, PodID: id})
 }
+
+// recordFile is the name of the record in each object's root directory.
+const recordFile = "sandbox.json"

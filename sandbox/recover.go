@@ -17,46 +17,45 @@ import (
 // records of crashed creations or removals are finished off; state that has
 // no record (a crash before the record was written) is released.
 func (m *Manager) recover(ctx context.Context) error {
-	entries, err := os.ReadDir(m.recordsDir())
+	known, err := atomicfile.ScanRecords(m.recordsDir(), recordFile, func(r *Record) string { return r.ID },
+		func(id string, rec *Record) { m.recoverOne(ctx, *rec) },
+		func(id string, err error) {
+			m.log.Warn("sandbox directory without a valid record; removing", "pod", id, "err", err)
+			m.releaseOrphan(ctx, id)
+		})
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{}
-	for _, e := range entries {
-		id := e.Name()
-		var rec Record
-		err := atomicfile.ReadJSON(m.recordPath(id), &rec)
-		if err != nil || rec.ID != id {
-			m.log.Warn("sandbox directory without a valid record; removing", "pod", id, "err", err)
-			m.releaseOrphan(ctx, id)
-			continue
-		}
-		known[id] = true
-		switch rec.Status.State {
-		case StateCreating, StateRemoving:
-			m.log.Info("cleaning up sandbox left by a crash", "pod", id, "state", rec.Status.State)
-			if err := m.releaseResources(ctx, rec); err != nil {
-				m.log.Error("cleanup of crashed sandbox failed; will retry at next start", "pod", id, "err", err)
-				continue
-			}
-			if err := m.removeDirs(id); err != nil {
-				m.log.Error("cleanup of crashed sandbox failed", "pod", id, "err", err)
-			}
-		default:
-			sb := newSandbox(rec, m.recordPath(id))
-			if rec.Status.State == StateReady {
-				if h, err := proc.Open(rec.Status.Pause); err == nil {
-					sb.setPause(h)
-				} else {
-					m.log.Warn("pause of ready sandbox is gone", "pod", id, "pid", rec.Status.Pause.PID)
-				}
-			}
-			m.store.add(sb)
-			m.log.Info("recovered sandbox", "pod", id, "state", sb.Info().Status.State)
-		}
-	}
 	m.releaseStrays(ctx, known)
 	return nil
+}
+
+// recoverOne brings back one recorded sandbox untouched, or finishes the
+// crashed operation its record shows.
+func (m *Manager) recoverOne(ctx context.Context, rec Record) {
+	id := rec.ID
+	switch rec.Status.State {
+	case StateCreating, StateRemoving:
+		m.log.Info("cleaning up sandbox left by a crash", "pod", id, "state", rec.Status.State)
+		if err := m.releaseResources(ctx, rec); err != nil {
+			m.log.Error("cleanup of crashed sandbox failed; will retry at next start", "pod", id, "err", err)
+			return
+		}
+		if err := m.removeDirs(id); err != nil {
+			m.log.Error("cleanup of crashed sandbox failed", "pod", id, "err", err)
+		}
+	default:
+		sb := newSandbox(rec, m.recordPath(id))
+		if rec.Status.State == StateReady {
+			if h, err := proc.Open(rec.Status.Pause); err == nil {
+				sb.setPause(h)
+			} else {
+				m.log.Warn("pause of ready sandbox is gone", "pod", id, "pid", rec.Status.Pause.PID)
+			}
+		}
+		m.store.add(sb)
+		m.log.Info("recovered sandbox", "pod", id, "state", sb.Info().Status.State)
+	}
 }
 
 // releaseStrays removes state dirs and netns pins whose pod has no record.

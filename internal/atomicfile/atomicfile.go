@@ -85,3 +85,30 @@ func RemoveTemps(dir string) {
 		os.Remove(m)
 	}
 }
+
+// ScanRecords reads the record file named file in every directory under
+// dir: good is called with each record whose ID (idOf) matches its
+// directory, bad with each directory without such a record. It returns the
+// IDs of the good ones.
+func ScanRecords[R any](dir, file string, idOf func(*R) string, good func(id string, rec *R), bad func(id string, err error)) (map[string]bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, e := range entries {
+		id := e.Name()
+		var rec R
+		err := ReadJSON(filepath.Join(dir, id, file), &rec)
+		if err == nil && idOf(&rec) != id {
+			err = fmt.Errorf("record of %s names %q", id, idOf(&rec))
+		}
+		if err != nil {
+			bad(id, err)
+			continue
+		}
+		known[id] = true
+		good(id, &rec)
+	}
+	return known, nil
+}

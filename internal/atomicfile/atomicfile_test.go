@@ -45,3 +45,20 @@ func TestWriteFailsInMissingDir(t *testing.T) {
 		t.Fatal("want error")
 	}
 }
+
+func TestScanRecords(t *testing.T) {
+	type rec struct{ ID string }
+	dir := t.TempDir()
+	for id, body := range map[string]string{"a": `{"ID":"a"}`, "b": `{"ID":"x"}`, "c": `not json`} {
+		os.MkdirAll(filepath.Join(dir, id), 0o700)
+		os.WriteFile(filepath.Join(dir, id, "r.json"), []byte(body), 0o600)
+	}
+	os.MkdirAll(filepath.Join(dir, "d"), 0o700) // no record at all
+	var good, bad []string
+	known, err := ScanRecords(dir, "r.json", func(r *rec) string { return r.ID },
+		func(id string, _ *rec) { good = append(good, id) },
+		func(id string, _ error) { bad = append(bad, id) })
+	if err != nil || len(known) != 1 || !known["a"] || len(good) != 1 || len(bad) != 3 {
+		t.Fatalf("known %v good %v bad %v err %v", known, good, bad, err)
+	}
+}
