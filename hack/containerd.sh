@@ -28,6 +28,8 @@
 #         CTRD_CGROUP CTRD_REGISTRY (host:port of its test registry)
 
 CTRD_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib.sh
+. "$CTRD_REPO/hack/lib.sh"
 : "${CRICTL:=$CTRD_REPO/_output/tools/crictl}"
 CTRD_TMP=
 CTRD_PID=
@@ -38,12 +40,6 @@ CTRD_CGROUP=
 
 ctrd__log() { echo "containerd.sh: $*" >&2; }
 
-ctrd__alive() {
-	local stat
-	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-	stat=${stat##*) }
-	[ "${stat%% *}" != Z ] && [ "${stat%% *}" != X ]
-}
 
 # ctrd_install: Debian's containerd and runc, only when missing. Without systemd (this
 # project's machines) the package starts no service; its /etc/containerd is not used.
@@ -86,7 +82,7 @@ ctrd__registry_start() {
 			[ -n "$CTRD_REGISTRY" ] && return 0
 			break
 		fi
-		ctrd__alive "$CTRD_REGISTRY_PID" || break
+		proc_alive "$CTRD_REGISTRY_PID" || break
 		sleep 0.1
 	done
 	ctrd__log "test registry did not start:"
@@ -187,7 +183,7 @@ ctrd_start() {
 		sh "$CTRD_TMP" </dev/null >"$CTRD_LOG" 2>&1 &
 	CTRD_PID=$!
 	for ((i = 0; i < timeout * 10; i++)); do
-		if ! ctrd__alive "$CTRD_PID"; then
+		if ! proc_alive "$CTRD_PID"; then
 			ctrd__log "containerd exited during startup:"
 			tail -n 20 "$CTRD_LOG" >&2
 			return 1
@@ -222,7 +218,7 @@ ctrd__cgroup_dirs() {
 ctrd_stop() {
 	[ -n "$CTRD_TMP" ] || return 0
 	local rc=0 pods i pid d procs
-	if [ -n "$CTRD_PID" ] && ctrd__alive "$CTRD_PID"; then
+	if [ -n "$CTRD_PID" ] && proc_alive "$CTRD_PID"; then
 		pods=$(ctrd_crictl pods -q 2>/dev/null) || { ctrd__log "crictl pods failed"; rc=1; }
 		if [ -n "$pods" ]; then
 			ctrd__log "removing $(echo "$pods" | wc -l) pod(s) left behind"
@@ -234,10 +230,10 @@ ctrd_stop() {
 		ctrd__log "stopping containerd (pid $CTRD_PID)"
 		kill -TERM "$CTRD_PID" 2>/dev/null || true
 		for ((i = 0; i < 300; i++)); do
-			ctrd__alive "$CTRD_PID" || break
+			proc_alive "$CTRD_PID" || break
 			sleep 0.1
 		done
-		if ctrd__alive "$CTRD_PID"; then
+		if proc_alive "$CTRD_PID"; then
 			ctrd__log "containerd did not exit within 30s of SIGTERM; killing it"
 			kill -KILL "$CTRD_PID" 2>/dev/null || true
 			rc=1

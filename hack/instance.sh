@@ -27,6 +27,8 @@
 #   INSTANCE_BRIDGE (deleted by instance_stop)
 
 INSTANCE_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib.sh
+. "$INSTANCE_REPO/hack/lib.sh"
 : "${MINICRI:=$INSTANCE_REPO/bin/minicri}"
 : "${CRICTL:=$INSTANCE_REPO/_output/tools/crictl}"
 INSTANCE_TMP=
@@ -42,14 +44,6 @@ INSTANCE_REGISTRY_PID=
 
 instance__log() { echo "instance: $*" >&2; }
 
-# instance__alive PID: running and not a zombie (minicri is our child: until we reap
-# it, kill -0 succeeds even after it exited).
-instance__alive() {
-	local stat
-	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-	stat=${stat##*) }
-	[ "${stat%% *}" != Z ] && [ "${stat%% *}" != X ]
-}
 
 instance_crictl() {
 	"$CRICTL" --config "$INSTANCE_TMP/crictl.yaml" --runtime-endpoint "$INSTANCE_ENDPOINT" \
@@ -120,7 +114,7 @@ instance_start() {
 	INSTANCE_PID=$!
 
 	for ((i = 0; i < timeout * 10; i++)); do
-		if ! instance__alive "$INSTANCE_PID"; then
+		if ! proc_alive "$INSTANCE_PID"; then
 			instance__log "minicri exited during startup"
 			return 1
 		fi
@@ -147,7 +141,7 @@ instance__registry_start() {
 			instance__log "test registry (pid $INSTANCE_REGISTRY_PID): $(grep -o 'serving .*' "$log")"
 			return 0
 		fi
-		instance__alive "$INSTANCE_REGISTRY_PID" || break
+		proc_alive "$INSTANCE_REGISTRY_PID" || break
 		sleep 0.1
 	done
 	instance__log "test registry did not start:"
@@ -226,18 +220,18 @@ instance__force_cleanup() {
 instance_stop() {
 	[ -n "$INSTANCE_TMP" ] || return 0
 	local rc=0 pods i
-	if [ -n "$INSTANCE_CHILD" ] && instance__alive "$INSTANCE_CHILD"; then
+	if [ -n "$INSTANCE_CHILD" ] && proc_alive "$INSTANCE_CHILD"; then
 		instance__log "interrupted: stopping client (pid $INSTANCE_CHILD)"
 		kill -TERM "$INSTANCE_CHILD" 2>/dev/null || true
 		for ((i = 0; i < 100; i++)); do
-			instance__alive "$INSTANCE_CHILD" || break
+			proc_alive "$INSTANCE_CHILD" || break
 			sleep 0.1
 		done
 		kill -KILL "$INSTANCE_CHILD" 2>/dev/null || true
 		wait "$INSTANCE_CHILD" 2>/dev/null || true
 	fi
 	INSTANCE_CHILD=
-	if [ -n "$INSTANCE_PID" ] && instance__alive "$INSTANCE_PID"; then
+	if [ -n "$INSTANCE_PID" ] && proc_alive "$INSTANCE_PID"; then
 		pods=$(instance_crictl pods -q 2>/dev/null) || {
 			instance__log "crictl pods failed"
 			rc=1
@@ -254,10 +248,10 @@ instance_stop() {
 		instance__log "stopping minicri (pid $INSTANCE_PID)"
 		kill -TERM "$INSTANCE_PID" 2>/dev/null || true
 		for ((i = 0; i < 300; i++)); do
-			instance__alive "$INSTANCE_PID" || break
+			proc_alive "$INSTANCE_PID" || break
 			sleep 0.1
 		done
-		if instance__alive "$INSTANCE_PID"; then
+		if proc_alive "$INSTANCE_PID"; then
 			instance__log "minicri did not exit within 30s of SIGTERM; killing it"
 			kill -KILL "$INSTANCE_PID" 2>/dev/null || true
 			rc=1

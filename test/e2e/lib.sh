@@ -12,13 +12,6 @@ e2e_now() { date +%s.%N; }
 # e2e_since T0: seconds since T0 with millisecond precision
 e2e_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'; }
 
-# e2e_alive PID: running and not a zombie
-e2e_alive() {
-	local stat
-	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-	stat=${stat##*) }
-	[ "${stat%% *}" != Z ] && [ "${stat%% *}" != X ]
-}
 
 # proc_start NAME LOG CMD... : start CMD in its own session, logging to LOG.
 proc_start() {
@@ -36,13 +29,13 @@ proc_stop() {
 	local name=$1 grace=${2:-20} pid i
 	pid=${E2E_PID[$name]:-}
 	[ -n "$pid" ] || return 0
-	if e2e_alive "$pid"; then
+	if proc_alive "$pid"; then
 		kill -TERM "$pid" 2>/dev/null || true
 		for ((i = 0; i < grace * 10; i++)); do
-			e2e_alive "$pid" || break
+			proc_alive "$pid" || break
 			sleep 0.1
 		done
-		if e2e_alive "$pid"; then
+		if proc_alive "$pid"; then
 			e2e_log "$name (pid $pid) did not exit within ${grace}s of SIGTERM; killing it"
 			kill -KILL "$pid" 2>/dev/null || true
 		fi
@@ -66,7 +59,7 @@ proc_stop_all() {
 # proc_running NAME: the process is still alive (a component crash is a failed check).
 proc_running() {
 	local pid=${E2E_PID[$1]:-}
-	[ -n "$pid" ] && e2e_alive "$pid"
+	[ -n "$pid" ] && proc_alive "$pid"
 }
 
 # wait_for TIMEOUT_SECONDS CMD... : poll CMD every 0.2s until it succeeds.

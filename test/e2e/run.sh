@@ -188,7 +188,7 @@ on_exit() {
 	export INSTANCE_ARTIFACTS=$OUT
 	# Pods left behind (a failed or interrupted run) go first, so that the kubelet's pod
 	# and QoS cgroups (which stay after it stops) are empty and can be removed now.
-	if [ -n "${INSTANCE_PID:-}" ] && e2e_alive "$INSTANCE_PID"; then
+	if [ -n "${INSTANCE_PID:-}" ] && proc_alive "$INSTANCE_PID"; then
 		d=$(instance_crictl pods -q 2>/dev/null | tr '\n' ' ')
 		if [ -n "${d// /}" ]; then
 			e2e_log "removing pods left behind: $d"
@@ -388,7 +388,7 @@ kubelet_start() {
 
 # minicri_running: the instance is alive (a failed check says how it ended otherwise).
 minicri_running() {
-	e2e_alive "$INSTANCE_PID" && [ -S "$MINICRI_SOCK" ] && return 0
+	proc_alive "$INSTANCE_PID" && [ -S "$MINICRI_SOCK" ] && return 0
 	fail "minicri (pid $INSTANCE_PID) is running and serves $MINICRI_SOCK" \
 		"$(grep -c '"msg":"shutting down"' "$INSTANCE_LOG") 'shutting down' (SIGINT/SIGTERM) in its log"
 }
