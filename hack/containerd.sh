@@ -228,14 +228,8 @@ ctrd_stop() {
 			ctrd_crictl rmp $pods >/dev/null || { ctrd__log "crictl rmp failed"; rc=1; }
 		fi
 		ctrd__log "stopping containerd (pid $CTRD_PID)"
-		kill -TERM "$CTRD_PID" 2>/dev/null || true
-		for ((i = 0; i < 300; i++)); do
-			proc_alive "$CTRD_PID" || break
-			sleep 0.1
-		done
-		if proc_alive "$CTRD_PID"; then
-			ctrd__log "containerd did not exit within 30s of SIGTERM; killing it"
-			kill -KILL "$CTRD_PID" 2>/dev/null || true
+		if ! proc_term "$CTRD_PID" 30; then
+			ctrd__log "containerd did not exit within 30s of SIGTERM; killed it"
 			rc=1
 		fi
 	elif [ -n "$CTRD_PID" ]; then

@@ -219,15 +219,10 @@ instance__force_cleanup() {
 # leak check. Returns 1 on any problem and then prints the tail of minicri's log.
 instance_stop() {
 	[ -n "$INSTANCE_TMP" ] || return 0
-	local rc=0 pods i
+	local rc=0 pods
 	if [ -n "$INSTANCE_CHILD" ] && proc_alive "$INSTANCE_CHILD"; then
 		instance__log "interrupted: stopping client (pid $INSTANCE_CHILD)"
-		kill -TERM "$INSTANCE_CHILD" 2>/dev/null || true
-		for ((i = 0; i < 100; i++)); do
-			proc_alive "$INSTANCE_CHILD" || break
-			sleep 0.1
-		done
-		kill -KILL "$INSTANCE_CHILD" 2>/dev/null || true
+		proc_term "$INSTANCE_CHILD" 10 || true
 		wait "$INSTANCE_CHILD" 2>/dev/null || true
 	fi
 	INSTANCE_CHILD=
@@ -246,14 +241,8 @@ instance_stop() {
 			[ -z "$pods" ] || { instance__log "pods still listed after rmp: $pods"; rc=1; }
 		fi
 		instance__log "stopping minicri (pid $INSTANCE_PID)"
-		kill -TERM "$INSTANCE_PID" 2>/dev/null || true
-		for ((i = 0; i < 300; i++)); do
-			proc_alive "$INSTANCE_PID" || break
-			sleep 0.1
-		done
-		if proc_alive "$INSTANCE_PID"; then
-			instance__log "minicri did not exit within 30s of SIGTERM; killing it"
-			kill -KILL "$INSTANCE_PID" 2>/dev/null || true
+		if ! proc_term "$INSTANCE_PID" 30; then
+			instance__log "minicri did not exit within 30s of SIGTERM; killed it"
 			rc=1
 		fi
 	elif [ -n "$INSTANCE_PID" ]; then

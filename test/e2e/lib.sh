@@ -26,19 +26,11 @@ proc_start() {
 
 # proc_stop NAME [GRACE_SECONDS]: SIGTERM by PID, SIGKILL after the grace period.
 proc_stop() {
-	local name=$1 grace=${2:-20} pid i
+	local name=$1 grace=${2:-20} pid
 	pid=${E2E_PID[$name]:-}
 	[ -n "$pid" ] || return 0
-	if proc_alive "$pid"; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for ((i = 0; i < grace * 10; i++)); do
-			proc_alive "$pid" || break
-			sleep 0.1
-		done
-		if proc_alive "$pid"; then
-			e2e_log "$name (pid $pid) did not exit within ${grace}s of SIGTERM; killing it"
-			kill -KILL "$pid" 2>/dev/null || true
-		fi
+	if proc_alive "$pid" && ! proc_term "$pid" "$grace"; then
+		e2e_log "$name (pid $pid) did not exit within ${grace}s of SIGTERM; killed it"
 	fi
 	wait "$pid" 2>/dev/null || true
 	unset "E2E_PID[$name]"
