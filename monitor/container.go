@@ -31,12 +31,13 @@ const ioDrainTimeout = 2 * time.Second
 
 // ctr is one container the monitor is the parent of.
 type ctr struct {
-	id  string
-	dir string
-	c   *libcontainer.Container
-	p   *libcontainer.Process
-	log *crilog.File // nil without a log path
-	tty *os.File     // the PTY master, for TTY containers
+	id     string
+	dir    string
+	reaper *reaper
+	c      *libcontainer.Container
+	p      *libcontainer.Process
+	log    *crilog.File // nil without a log path
+	tty    *os.File     // the PTY master, for TTY containers
 
 	stdinMu   sync.Mutex
 	stdin     io.WriteCloser // nil unless the container has stdin (or it was closed)
@@ -62,9 +63,10 @@ func (k *ctr) info() *ContainerInfo {
 
 // containers is the monitor's table of containers.
 type containers struct {
-	mu   sync.Mutex
-	byID map[string]*ctr
-	log  *slog.Logger
+	mu     sync.Mutex
+	byID   map[string]*ctr
+	log    *slog.Logger
+	reaper *reaper
 }
 
 func (cs *containers) get(id string) (*ctr, error) {
@@ -100,8 +102,16 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	if err != nil {
 		return nil, fmt.Errorf("create container: %w", err)
 	}
-	k := &ctr{id: id, dir: req.Dir, c: c, exited: make(chan struct{})}
-	if err := k.start(spec.Process, req); err != nil {
+	k := &ctr{id: id, dir: req.Dir, c: c, exited: make(chan struct{}), reaper: cs.reaper}
+	// libcontainer waits for its own helper processes while it starts.
+	done := cs.reaper.starting()
+	err = k.start(spec.Process, req)
+	if err == nil {
+		pid, _ := k.p.Pid()
+		cs.reaper.trackLocked(pid)
+	}
+	done()
+	if err != nil {
 		c.Destroy()
 		return nil, err
 	}
@@ -239,6 +249,9 @@ func (k *ctr) copy(stream string, r *os.File) {
 // waitExit reaps the init, records the exit atomically, then publishes it.
 func (k *ctr) waitExit(log *slog.Logger) {
 	ps, err := k.p.Wait()
+	if pid, perr := k.p.Pid(); perr == nil {
+		k.reaper.untrack(pid)
+	}
 	code := -1
 	if ps != nil {
 		code = exitCode(ps)

@@ -67,9 +67,10 @@ func reportf(readyPipe *os.File, st State, format string, a ...any) {
 
 // monitor is the state of the running monitor process.
 type monitor struct {
-	spec Spec
-	log  *slog.Logger
-	ctrs *containers
+	spec   Spec
+	log    *slog.Logger
+	ctrs   *containers
+	reaper *reaper
 
 	mu       sync.Mutex
 	pause    PauseInfo
@@ -87,7 +88,8 @@ func serve(dir string, readyPipe *os.File) int {
 	}
 	log = log.With("pod", spec.PodID)
 	m := &monitor{spec: spec, log: log, exit: make(chan struct{}), stop: make(chan struct{}),
-		ctrs: &containers{byID: map[string]*ctr{}, log: log}}
+		reaper: newReaper(log)}
+	m.ctrs = &containers{byID: map[string]*ctr{}, log: log, reaper: m.reaper}
 	st, err := m.start()
 	if err != nil {
 		reportf(readyPipe, st, "%v", err)
@@ -104,6 +106,7 @@ func serve(dir string, readyPipe *os.File) int {
 	readyPipe.Close()
 	log.Info("monitor ready", "pause_pid", st.Pause.PID, "monitor_pid", st.Monitor.PID)
 
+	go m.reaper.run()
 	go m.accept(ln)
 	<-m.stop
 	ln.Close()
@@ -126,10 +129,14 @@ func (m *monitor) start() (State, error) {
 	if err := atomicfile.WriteJSON(StatePath(m.spec.Dir), st); err != nil {
 		return st, err
 	}
+	done := m.reaper.starting()
 	cmd, err := startPause(m.spec.Pause, m.log)
 	if err != nil {
+		done()
 		return st, err
 	}
+	m.reaper.trackLocked(cmd.Process.Pid)
+	done()
 	ref, err := proc.RefOf(cmd.Process.Pid)
 	if err != nil {
 		return st, fmt.Errorf("pause exited at start: %w", err)
@@ -150,6 +157,7 @@ func (m *monitor) start() (State, error) {
 
 func (m *monitor) reapPause(cmd *exec.Cmd) {
 	err := cmd.Wait()
+	m.reaper.untrack(cmd.Process.Pid)
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -306,3 +306,46 @@ func TestExecSyncTimeoutReapsTheCommand(t *testing.T) {
 		t.Fatalf("exec in a stopped container: %v", err)
 	}
 }
+
+func TestMonitorReapsOrphansOfHostPIDContainers(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	pod := podConfig("orphans")
+	pod.LogDirectory = filepath.Join(i.dir, "logs", "orphans")
+	pod.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_NODE}}
+	podID := i.runPod(t, pod)
+	_, podInf := i.status(t, podID)
+	cfg := ctrConfig("orphans", "for n in 1 2 3; do sleep 0.3 & done; exit 0")
+	cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_NODE}}
+	id := i.run(t, podID, pod, cfg)
+	i.waitExited(t, id, 10*time.Second)
+	time.Sleep(time.Second) // the orphaned sleeps exit 0.3 s after their parent
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		zombies := zombieChildren(podInf.MonitorPID)
+		if len(zombies) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("zombie children left under the monitor: %v", zombies)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	i.stopRemove(t, podID)
+}
+
+// zombieChildren lists the exited, unreaped children of pid (all threads).
+func zombieChildren(pid int) []int {
+	var out []int
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, field := range strings.Fields(string(b)) {
+			child, _ := strconv.Atoi(field)
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child)); err == nil && strings.Contains(string(st), ") Z ") {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
+}
