@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/minicri/minicri/internal/atomicfile"
-	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/monitor"
 	"github.com/minicri/minicri/network"
 )
@@ -47,10 +46,10 @@ func (m *Manager) recoverOne(ctx context.Context, rec Record) {
 	default:
 		sb := newSandbox(rec, m.recordPath(id))
 		if rec.Status.State == StateReady {
-			if h, err := proc.Open(rec.Status.Pause); err == nil {
-				sb.setPause(h)
+			if hs, err := openProcs(rec.Status); err == nil {
+				sb.setProcs(hs...)
 			} else {
-				m.log.Warn("pause of ready sandbox is gone", "pod", id, "pid", rec.Status.Pause.PID)
+				m.log.Warn("pause or monitor of ready sandbox is gone", "pod", id, "err", err)
 			}
 		}
 		m.store.add(sb)

@@ -54,7 +54,7 @@ func (m *Manager) Run(ctx context.Context, cfg Config) (string, error) {
 type creation struct {
 	m     *Manager
 	rec   Record
-	pause *proc.Handle
+	procs []*proc.Handle // the pause and the monitor
 }
 
 func (m *Manager) create(ctx context.Context, cfg Config) (string, error) {
@@ -184,19 +184,17 @@ func (c *creation) startMonitor(ctx context.Context) error {
 		return err
 	}
 	c.rec.Status.Monitor, c.rec.Status.Pause = st.Monitor, st.Pause
-	h, err := proc.Open(st.Pause)
+	hs, err := openProcs(c.rec.Status)
 	if err != nil {
-		return fmt.Errorf("pause %d: %w", st.Pause.PID, err)
+		return err
 	}
-	c.pause = h
+	c.procs = hs
 	return nil
 }
 
 func (c *creation) stopMonitor(ctx context.Context) error {
-	if c.pause != nil {
-		c.pause.Close()
-		c.pause = nil
-	}
+	closeAll(c.procs)
+	c.procs = nil
 	return errors.Join(monitor.Shutdown(ctx, c.m.podStateDir(c.rec.ID), stopGrace), removeCgroup(c.rec.CgroupPath))
 }
 
@@ -205,7 +203,7 @@ func (c *creation) publish(context.Context) error {
 	if err := sb.update(func(s Status) Status { s.State = StateReady; return s }); err != nil {
 		return err
 	}
-	sb.setPause(c.pause)
+	sb.setProcs(c.procs...)
 	c.rec.Status = sb.Status()
 	c.m.store.add(sb)
 	c.m.emit(events.Created, sb.ID())

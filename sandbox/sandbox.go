@@ -16,8 +16,8 @@ type Sandbox struct {
 	op      sync.Mutex // serialises Stop and Remove
 	removed bool       // set under op once Remove finished
 
-	pauseMu sync.Mutex
-	pause   *proc.Handle // nil when the pause is gone or unknown
+	procMu sync.Mutex
+	procs  []*proc.Handle // the pause and the monitor; empty once stopped or lost
 }
 
 func newSandbox(rec Record, recordPath string) *Sandbox {
@@ -49,36 +49,63 @@ func (sb *Sandbox) update(fn func(Status) Status) error {
 	return nil
 }
 
-// setPause records the handle on the running pause.
-func (sb *Sandbox) setPause(h *proc.Handle) {
-	sb.pauseMu.Lock()
-	defer sb.pauseMu.Unlock()
-	if sb.pause != nil {
-		sb.pause.Close()
-	}
-	sb.pause = h
+// setProcs records the handles on the pod's pause and monitor, closing the
+// previous ones.
+func (sb *Sandbox) setProcs(hs ...*proc.Handle) {
+	sb.procMu.Lock()
+	defer sb.procMu.Unlock()
+	closeAll(sb.procs)
+	sb.procs = hs
 }
 
-// pauseAlive reports whether the pause process still runs.
-func (sb *Sandbox) pauseAlive() bool {
-	sb.pauseMu.Lock()
-	defer sb.pauseMu.Unlock()
-	return sb.pause != nil && sb.pause.Alive()
+// procsAlive reports whether the pause and the monitor both still run: a
+// pod whose monitor died cannot start containers any more, so it is not
+// ready either, and the kubelet recreates it.
+func (sb *Sandbox) procsAlive() bool {
+	sb.procMu.Lock()
+	defer sb.procMu.Unlock()
+	for _, h := range sb.procs {
+		if !h.Alive() {
+			return false
+		}
+	}
+	return len(sb.procs) > 0
+}
+
+func closeAll(hs []*proc.Handle) {
+	for _, h := range hs {
+		h.Close()
+	}
+}
+
+// openProcs opens handles on the recorded pause and monitor; it fails if
+// either is gone.
+func openProcs(st Status) ([]*proc.Handle, error) {
+	var hs []*proc.Handle
+	for _, ref := range []proc.Ref{st.Pause, st.Monitor} {
+		h, err := proc.Open(ref)
+		if err != nil {
+			closeAll(hs)
+			return nil, fmt.Errorf("process %d: %w", ref.PID, err)
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
 }
 
 // Info is a consistent read-only view of a sandbox for callers.
 type Info struct {
 	Record
-	// Ready is State == ready with the pause still running.
+	// Ready is State == ready with the pause and the monitor still running.
 	Ready bool
 }
 
-// Info returns the sandbox's current view. A ready sandbox whose pause has
-// died reads as not ready.
+// Info returns the sandbox's current view. A ready sandbox whose pause or
+// monitor has died reads as not ready.
 func (sb *Sandbox) Info() Info {
 	rec := sb.rec
 	rec.Status = sb.Status()
-	ready := rec.Status.State == StateReady && sb.pauseAlive()
+	ready := rec.Status.State == StateReady && sb.procsAlive()
 	if rec.Status.State == StateReady && !ready {
 		rec.Status.State = StateNotReady
 	}

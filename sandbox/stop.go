@@ -47,7 +47,7 @@ func (m *Manager) stopLocked(ctx context.Context, sb *Sandbox) error {
 	if err := m.releaseResources(ctx, sb.rec); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sb.ID(), err)
 	}
-	sb.setPause(nil)
+	sb.setProcs()
 	if err := sb.update(func(s Status) Status {
 		s.State, s.StoppedAt = StateNotReady, time.Now()
 		return s

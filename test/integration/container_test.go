@@ -225,6 +225,11 @@ func TestKilledMonitorLeavesContainersManageable(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
+	// Reported: without its monitor the pod cannot start containers, so it
+	// is not ready any more (the kubelet recreates it).
+	if st, _ := i.status(t, podID); st.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Fatalf("pod with a killed monitor is %v", st.State)
+	}
 	if _, err := i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
 		t.Fatalf("stop without a monitor: %v", err)
 	}
