@@ -77,9 +77,10 @@ func newInstance(t *testing.T, opts ...option) *instance {
 	os.Chmod(dir, 0o711)
 	i := &instance{
 		t: t, dir: dir, sock: filepath.Join(dir, "minicri.sock"),
-		bridge:   fmt.Sprintf("mcit%d-%d", os.Getpid()%1000, n),
-		netName:  fmt.Sprintf("minicri-it-%d", n),
-		subnet:   fmt.Sprintf("10.180.%d.0/24", n),
+		bridge:  fmt.Sprintf("mcit%d-%d", os.Getpid()%1000, n),
+		netName: fmt.Sprintf("minicri-it-%d", n),
+		// Per test process, so that two runs on one machine do not share subnets.
+		subnet:   fmt.Sprintf("10.%d.%d.0/24", 150+os.Getpid()%30, n),
 		cgParent: fmt.Sprintf("/minicri-it-%d-%d", os.Getpid(), n),
 		confDir:  filepath.Join(dir, "net.d"),
 		binDirs:  []string{"/opt/cni/bin"},
