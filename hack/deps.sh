@@ -5,6 +5,12 @@
 #   apt packages   only the missing ones (dpkg status check)
 #   CNI plugins    bridge host-local portmap loopback $CNI_VERSION -> $CNI_BIN_DIR (version stamp)
 #   cri-tools      critest + crictl $CRI_TOOLS_VERSION -> $TOOLS_DIR (version stamp)
+#   criu           CRIU >= 4.1 for CheckpointContainer (version check + `criu check`).
+#                  Debian 12's criu 3.17 cannot run on kernels >= 6.13 (criu#2532), so
+#                  CRIU is built here from Debian 13's criu=$CRIU_DEB_VERSION source: a
+#                  deb-src-only trixie entry in its own sources file (no binary package
+#                  ever comes from trixie), build deps from bookworm, packaged as a .deb
+#                  (cached in $CACHE_DIR/criu-<version>), installed with apt-get.
 #
 # Go-built tools are cached in $CACHE_DIR so another run on the same machine copies
 # instead of building; the cache is only an accelerator (missing/incomplete -> rebuild).
@@ -17,8 +23,15 @@ CNI_BIN_DIR=${CNI_BIN_DIR:-/opt/cni/bin}
 TOOLS_DIR=${TOOLS_DIR:-$ROOT/_output/tools}
 CACHE_DIR=${MINICRI_TOOLS_CACHE:-/var/cache/minicri-tools}
 GO=${GO:-go}
+CRIU_DEB_VERSION=${CRIU_DEB_VERSION:-4.1.1-1} # the Debian 13 source package
+CRIU_VERSION=${CRIU_DEB_VERSION%%-*}
+CRIU_MIN_VERSION=4.1
+CRIU_SOURCES=/etc/apt/sources.list.d/minicri-trixie-src.list
 
 APT_PACKAGES=(iptables nftables iproute2 libseccomp-dev pkg-config gcc libc6-dev)
+# What `make criu` needs: the C part of trixie criu's Build-Depends, from bookworm.
+CRIU_BUILD_DEPS=(build-essential dpkg-dev pkgconf python3 libbsd-dev libcap-dev libgnutls28-dev libnet1-dev
+	libnftables-dev libnl-3-dev libprotobuf-c-dev libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev)
 CNI_PLUGINS=(bridge host-local portmap loopback)
 CRI_TOOLS=(critest crictl)
 
@@ -177,13 +190,147 @@ deps_cri_tools() {
 	log "critest and crictl $CRI_TOOLS_VERSION in $TOOLS_DIR"
 }
 
+# criu_version: the version `criu --version` reports ("4.1.1"), empty if there is no criu.
+criu_version() {
+	command -v criu >/dev/null 2>&1 || return 0
+	criu --version 2>/dev/null | sed -n 's/^Version: *\([0-9][0-9.]*\).*/\1/p' | head -n1
+}
+
+# version_ge A B: A >= B (dotted numbers)
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+
+# criu_check: `criu check` passes (the kernel has what CRIU needs to checkpoint).
+criu_check() {
+	local out
+	out=$(criu check 2>&1) || { echo "$out" >&2; return 1; }
+}
+
+# criu_build DIR: builds CRIU $CRIU_VERSION from the Debian 13 source package's upstream
+# tarball and packages the binary as DIR/criu_<version>_<arch>.deb.
+#
+# Why not dpkg-buildpackage: trixie's packaging build-depends on
+# python3-googleapis-common-protos, which bookworm does not have, and the deb.debian.org
+# mirror this runs against serves the .orig tarball but not the .dsc / .debian.tar.xz.
+# `apt-get source --tar-only` still checks the tarball's SHA256 against trixie's signed
+# Sources index, so the source is the one Debian ships. The build deps (the C subset of
+# trixie's Build-Depends) and the runtime libraries all come from bookworm.
+criu_build() {
+	local out=$1 tmp src pkg arch deps
+	export DEBIAN_FRONTEND=noninteractive
+	if [ ! -f "$CRIU_SOURCES" ]; then
+		log "criu: adding deb-src trixie in $CRIU_SOURCES"
+		cat >"$CRIU_SOURCES.tmp.$$" <<-'EOF'
+			# minicri (hack/deps.sh): Debian 13 SOURCE packages only, to rebuild CRIU 4.1
+			# on Debian 12. No binary package comes from here (deb-src lines only).
+			deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main
+		EOF
+		mv -f "$CRIU_SOURCES.tmp.$$" "$CRIU_SOURCES"
+	fi
+	apt-get update -qq || die "criu: apt-get update failed"
+	apt-get install -y -qq --no-install-recommends "${CRIU_BUILD_DEPS[@]}" ||
+		die "criu: installing the build deps from bookworm failed: ${CRIU_BUILD_DEPS[*]}"
+	tmp=$(mktemp -d /tmp/minicri-deps-criu.XXXXXX)
+	CLEANUP+=("$tmp")
+	(cd "$tmp" && apt-get source -qq --tar-only "criu=$CRIU_DEB_VERSION") ||
+		die "criu: apt-get source --tar-only criu=$CRIU_DEB_VERSION failed (is the trixie deb-src entry in $CRIU_SOURCES reachable?)"
+	tar -C "$tmp" -xf "$tmp/criu_$CRIU_VERSION.orig.tar.xz" ||
+		die "criu: cannot unpack criu_$CRIU_VERSION.orig.tar.xz"
+	src="$tmp/criu-$CRIU_VERSION"
+	[ -f "$src/Makefile" ] || die "criu: no source tree in $src"
+	log "criu: make criu in $src"
+	make -C "$src" -j"$(nproc)" criu >"$tmp/build.log" 2>&1 ||
+		{ tail -n 60 "$tmp/build.log" >&2; die "criu: build failed (last lines above)"; }
+	"$src/criu/criu" --version | grep -q "^Version: $CRIU_VERSION\$" ||
+		die "criu: the built binary does not report version $CRIU_VERSION"
+	# A minimal binary package, so dpkg owns /usr/sbin/criu (it replaces bookworm's criu,
+	# and `apt-get remove criu` undoes it). Depends come from dpkg-shlibdeps.
+	arch=$(dpkg --print-architecture)
+	pkg="$tmp/pkg"
+	install -D -m 0755 "$src/criu/criu" "$pkg/usr/sbin/criu"
+	strip --strip-unneeded "$pkg/usr/sbin/criu"
+	mkdir -p "$tmp/shlibs/debian"
+	printf 'Source: criu\n\nPackage: criu\nArchitecture: any\n' >"$tmp/shlibs/debian/control"
+	deps=$(cd "$tmp/shlibs" && dpkg-shlibdeps -O "$pkg/usr/sbin/criu" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+	[ -n "$deps" ] || die "criu: dpkg-shlibdeps found no dependencies"
+	mkdir -p "$pkg/DEBIAN"
+	cat >"$pkg/DEBIAN/control" <<-EOF
+		Package: criu
+		Version: $CRIU_DEB_VERSION~minicri1
+		Architecture: $arch
+		Maintainer: minicri <minicri@localhost>
+		Depends: $deps, iproute2, iptables
+		Section: admin
+		Priority: optional
+		Description: checkpoint and restore in userspace (CRIU $CRIU_VERSION for minicri)
+		 Upstream CRIU $CRIU_VERSION from Debian 13's criu=$CRIU_DEB_VERSION source,
+		 built on Debian 12 by minicri's hack/deps.sh (kernels >= 6.13 need CRIU >= 4.1).
+	EOF
+	mkdir -p "$out"
+	dpkg-deb --root-owner-group --build "$pkg" "$out/criu_${CRIU_DEB_VERSION}~minicri1_$arch.deb" >/dev/null ||
+		die "criu: dpkg-deb failed"
+}
+
+# criu_install DIR: installs the criu .debs from DIR (not -dev/-dbgsym/-doc); their
+# dependencies come from bookworm.
+criu_install() {
+	local dir=$1 debs=() d
+	export DEBIAN_FRONTEND=noninteractive
+	for d in "$dir"/*.deb; do
+		case ${d##*/} in
+		*-dbgsym_* | *-dev_* | *-doc_*) ;;
+		*) debs+=("$d") ;;
+		esac
+	done
+	[ ${#debs[@]} -gt 0 ] || return 1
+	log "criu: apt-get install ${debs[*]##*/}"
+	apt-get install -y -qq --no-install-recommends "${debs[@]}" ||
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${debs[@]}"; }
+}
+
+# criu_ok: criu >= $CRIU_MIN_VERSION is on PATH
+criu_ok() {
+	local v
+	v=$(criu_version)
+	[ -n "$v" ] && version_ge "$v" "$CRIU_MIN_VERSION"
+}
+
+deps_criu() {
+	local have want=$CRIU_VERSION dir tmp
+	if criu_ok; then
+		criu_check || die "criu $(criu_version) is installed but \`criu check\` fails on this kernel"
+		return 0
+	fi
+	have=$(criu_version)
+	need_root "installing criu $CRIU_DEB_VERSION"
+	dir="$CACHE_DIR/criu-$want"
+	if stamp_is "$dir/.complete" "criu-$want" && ls "$dir"/criu_*.deb >/dev/null 2>&1 &&
+		{ log "criu ${have:-none} < $CRIU_MIN_VERSION: installing $CRIU_DEB_VERSION from $dir"; criu_install "$dir"; } &&
+		criu_ok; then
+		:
+	else
+		local t0=$SECONDS
+		log "criu ${have:-none} < $CRIU_MIN_VERSION: building CRIU $CRIU_VERSION from Debian 13's criu=$CRIU_DEB_VERSION source"
+		tmp=$(mktemp -d /tmp/minicri-deps-criu-debs.XXXXXX)
+		CLEANUP+=("$tmp")
+		criu_build "$tmp"
+		criu_install "$tmp" || die "criu: installing the built packages failed"
+		# shellcheck disable=SC2046
+		cache_put "criu-$want" "$tmp" $(cd "$tmp" && ls -- *.deb)
+		log "criu: built and installed in $((SECONDS - t0))s"
+	fi
+	criu_ok || die "criu: installed, but \`criu --version\` says '$(criu_version)'"
+	criu_check || die "criu $(criu_version): \`criu check\` fails on this kernel"
+	log "criu $(criu_version) installed (criu check ok)"
+}
+
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(apt cni cri-tools)
+[ ${#steps[@]} -gt 0 ] || steps=(apt cni cri-tools criu)
 for s in "${steps[@]}"; do
 	case $s in
 	apt) deps_apt ;;
 	cni) deps_cni ;;
 	cri-tools) deps_cri_tools ;;
-	*) die "unknown step $s (apt, cni, cri-tools)" ;;
+	criu) deps_criu ;;
+	*) die "unknown step $s (apt, cni, cri-tools, criu)" ;;
 	esac
 done
