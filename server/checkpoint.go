@@ -7,11 +7,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Checkpointer checkpoints running containers (KEP-2008 forensic checkpoints).
-type Checkpointer interface {
-	Checkpoint(ctx context.Context, id, location string, timeout time.Duration) error
-}
-
 // CheckpointContainer writes a checkpoint archive of a running container to
 // the request's location; the container keeps running. A timeout of zero is
 // the runtime's default. CheckpointPod and RestorePod stay unimplemented.
@@ -25,11 +20,7 @@ func (s *Server) CheckpointContainer(ctx context.Context, req *runtimeapi.Checkp
 	if req.GetTimeout() < 0 {
 		return nil, invalid("timeout must not be negative")
 	}
-	cp, ok := s.containers.(Checkpointer)
-	if !ok {
-		return s.UnimplementedRuntimeServiceServer.CheckpointContainer(ctx, req)
-	}
-	if err := cp.Checkpoint(ctx, req.GetContainerId(), req.GetLocation(), time.Duration(req.GetTimeout())*time.Second); err != nil {
+	if err := s.containers.Checkpoint(ctx, req.GetContainerId(), req.GetLocation(), time.Duration(req.GetTimeout())*time.Second); err != nil {
 		return nil, err
 	}
 	return &runtimeapi.CheckpointContainerResponse{}, nil

@@ -28,6 +28,9 @@ type Containers interface {
 	PodStats(podID string) (container.PodStats, error)
 	PodMetrics(podID string) (container.PodSample, error)
 	UpdateResources(ctx context.Context, id string, r container.Resources) error
+	// Checkpoint writes a KEP-2008 forensic checkpoint archive of a running
+	// container to location; the container keeps running.
+	Checkpoint(ctx context.Context, id, location string, timeout time.Duration) error
 }
 
 // CreateContainer creates a container in a pod sandbox.
