@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -76,8 +75,8 @@ func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config
 	log := m.log.With("pod", pod.ID, "container", id, "name", cfg.Name)
 	timings, err := steps.Run(ctx, log, []steps.Step{
 		{Name: "acquire image", Do: c.acquireImage, Undo: c.releaseImage},
-		{Name: "acquire image volumes", Do: c.acquireImageVolumes, Undo: c.releaseImageVolumes},
 		{Name: "record intent", Do: c.recordIntent, Undo: c.removeDirs},
+		{Name: "acquire image volumes", Do: c.acquireImageVolumes, Undo: c.releaseImageVolumes},
 		{Name: "mount rootfs", Do: c.mountRootfs, Undo: c.unmountRootfs},
 		{Name: "build spec", Do: c.buildSpec},
 		{Name: "create in monitor", Do: c.createInMonitor, Undo: c.destroy},
@@ -132,10 +131,6 @@ func (c *creation) releaseImageVolumes(context.Context) error {
 		return err
 	}
 	c.rec.ImageMounts = nil
-	// The step may have created the state dir; later steps remove it.
-	if err := os.Remove(c.m.ctrStateDir(c.rec.ID)); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
-		return fmt.Errorf("remove state dir: %w", err)
-	}
 	return nil
 }
 

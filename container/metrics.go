@@ -283,21 +283,31 @@ func blockDeviceName(major, minor uint64) string {
 	return "/dev/" + path.Base(l)
 }
 
-// fsUsage reports the writable layer: its usage (walked at most every
-// diskTTL) and its filesystem's size and inodes.
-func (m *Manager) fsUsage(id string, now time.Time) FSUsage {
-	upper := path.Join(m.rootDir(id), "fs", "upper")
+// upperDir is the container's writable layer.
+func (m *Manager) upperDir(id string) string { return path.Join(m.rootDir(id), "fs", "upper") }
+
+// writableUsage is the space and inodes of the writable layer, walked at
+// most every diskTTL, for both stats and metrics.
+func (m *Manager) writableUsage(id string, now time.Time) diskEntry {
 	mc := m.metrics
 	mc.mu.Lock()
 	d, ok := mc.disk[id]
 	mc.mu.Unlock()
 	if !ok || now.Sub(d.at) >= diskTTL {
 		d.at = now
-		d.bytes, d.inodes = diskUsage(upper)
+		d.bytes, d.inodes = diskUsage(m.upperDir(id))
 		mc.mu.Lock()
 		mc.disk[id] = d
 		mc.mu.Unlock()
 	}
+	return d
+}
+
+// fsUsage reports the writable layer: its usage (walked at most every
+// diskTTL) and its filesystem's size and inodes.
+func (m *Manager) fsUsage(id string, now time.Time) FSUsage {
+	upper := m.upperDir(id)
+	d := m.writableUsage(id, now)
 	fs := FSUsage{UsageBytes: d.bytes, UsageInodes: d.inodes}
 	if mi, err := lookupMount(upper); err == nil {
 		fs.Device = mi.Source

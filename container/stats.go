@@ -1,12 +1,9 @@
 package container
 
 import (
-	"bufio"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -93,9 +90,11 @@ func (m *Manager) stats(c *Container) (Stats, error) {
 		s.Timestamp = time.Now()
 	}
 	m.rates.rate(c.ID(), &s.Usage)
-	upper := filepath.Join(m.rootDir(c.ID()), "fs", "upper")
-	s.WritableBytes, s.WritableInodes = diskUsage(upper)
-	s.Mountpoint = mountpointOf(upper)
+	d := m.writableUsage(c.ID(), s.Timestamp)
+	s.WritableBytes, s.WritableInodes = d.bytes, d.inodes
+	if mi, err := lookupMount(m.upperDir(c.ID())); err == nil {
+		s.Mountpoint = mi.Mountpoint
+	}
 	return s, nil
 }
 
@@ -153,26 +152,4 @@ func diskUsage(dir string) (bytes, inodes uint64) {
 		return nil
 	})
 	return bytes, inodes
-}
-
-// mountpointOf finds the mount point of the filesystem holding path.
-func mountpointOf(path string) string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	best := "/"
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := fields[4]
-		if (path == mp || strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/")) && len(mp) > len(best) {
-			best = mp
-		}
-	}
-	return best
 }
