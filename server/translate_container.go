@@ -134,26 +134,31 @@ func profileFromCRI(p *runtimeapi.SecurityProfile, legacy string) container.Prof
 	return container.Profile{Type: container.ProfileUnconfined}
 }
 
+// containerStates pairs the domain's states with the CRI's; the others
+// (creating, removing) read as unknown.
+var containerStates = []struct {
+	domain container.State
+	cri    runtimeapi.ContainerState
+}{
+	{container.StateCreated, runtimeapi.ContainerState_CONTAINER_CREATED},
+	{container.StateRunning, runtimeapi.ContainerState_CONTAINER_RUNNING},
+	{container.StateExited, runtimeapi.ContainerState_CONTAINER_EXITED},
+}
+
 func containerStateToCRI(s container.State) runtimeapi.ContainerState {
-	switch s {
-	case container.StateCreated:
-		return runtimeapi.ContainerState_CONTAINER_CREATED
-	case container.StateRunning:
-		return runtimeapi.ContainerState_CONTAINER_RUNNING
-	case container.StateExited:
-		return runtimeapi.ContainerState_CONTAINER_EXITED
+	for _, p := range containerStates {
+		if p.domain == s {
+			return p.cri
+		}
 	}
 	return runtimeapi.ContainerState_CONTAINER_UNKNOWN
 }
 
 func containerStateFromCRI(s runtimeapi.ContainerState) container.State {
-	switch s {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return container.StateCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return container.StateRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return container.StateExited
+	for _, p := range containerStates {
+		if p.cri == s {
+			return p.domain
+		}
 	}
 	return container.State("unknown")
 }
