@@ -178,11 +178,22 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
+// listen binds the monitor's socket, 0600 whatever umask the monitor
+// inherited: whoever may connect may create and kill containers. bind(2)
+// applies the umask to the new socket, so the umask is tightened around it
+// (nothing else in the monitor creates files yet; see serve).
 func listen(sock string) (net.Listener, error) {
 	os.Remove(sock)
 	var ln net.Listener
 	err := viaDirFD(sock, func(short string) (err error) {
+		old := unix.Umask(0o177)
 		ln, err = net.Listen("unix", short)
+		unix.Umask(old)
+		if err == nil {
+			if err = os.Chmod(short, 0o600); err != nil {
+				ln.Close()
+			}
+		}
 		return err
 	})
 	if err != nil {
