@@ -30,12 +30,18 @@ func (m *Manager) Create(ctx context.Context, podID string, cfg Config) (string,
 	if cfg.Image == "" {
 		return "", fmt.Errorf("%w: container image is required", ErrInvalid)
 	}
+	if cfg.LogPath != "" && (!filepath.IsLocal(cfg.LogPath) || filepath.Clean(cfg.LogPath) == ".") {
+		return "", fmt.Errorf("%w: log_path %q must be a file path inside the pod's log directory", ErrInvalid, cfg.LogPath)
+	}
 	pod, err := m.opts.Pods.Pod(podID)
 	if err != nil {
 		return "", err
 	}
 	if !pod.Ready {
 		return "", fmt.Errorf("%w: pod sandbox %s is not ready", ErrFailedPrecondition, pod.ID)
+	}
+	if cfg.LogPath != "" && pod.LogDirectory != "" && !filepath.IsAbs(pod.LogDirectory) {
+		return "", fmt.Errorf("%w: pod log_directory %q is not absolute", ErrInvalid, pod.LogDirectory)
 	}
 	id := idindex.NewID()
 	key := nameKey(pod.ID, cfg)
@@ -205,7 +211,8 @@ func (c *creation) createInMonitor(ctx context.Context) error {
 			Bundle:    c.m.ctrStateDir(c.rec.ID),
 			Dir:       c.m.ctrStateDir(c.rec.ID),
 			RuncRoot:  c.m.runcRoot(),
-			LogPath:   c.rec.LogPath,
+			LogDir:    c.logDir(),
+			LogPath:   c.logName(),
 			Stdin:     c.rec.Config.Stdin,
 			StdinOnce: c.rec.Config.StdinOnce,
 			TTY:       c.rec.Config.TTY,
@@ -220,6 +227,22 @@ func (c *creation) createInMonitor(ctx context.Context) error {
 	}
 	c.rec.Status.Init = ref
 	return nil
+}
+
+// logDir and logName tell the monitor where the log is: the monitor opens
+// logName beneath logDir, never following a link ("" without a log).
+func (c *creation) logDir() string {
+	if c.rec.LogPath == "" {
+		return ""
+	}
+	return c.pod.LogDirectory
+}
+
+func (c *creation) logName() string {
+	if c.rec.LogPath == "" {
+		return ""
+	}
+	return filepath.Clean(c.rec.Config.LogPath)
 }
 
 func (c *creation) destroy(ctx context.Context) error {

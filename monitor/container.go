@@ -155,7 +155,7 @@ func (k *ctr) start(sp *specs.Process, req *CreateRequest) error {
 	p.Init = true
 	k.stdinOnce = req.StdinOnce
 	if req.LogPath != "" {
-		if k.log, err = crilog.Open(req.LogPath); err != nil {
+		if k.log, err = crilog.Open(req.LogDir, req.LogPath); err != nil {
 			return err
 		}
 	}

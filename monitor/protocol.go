@@ -60,7 +60,8 @@ type CreateRequest struct {
 	Bundle    string `json:"bundle"`    // directory holding config.json, the OCI spec
 	Dir       string `json:"dir"`       // where the monitor writes exit.json
 	RuncRoot  string `json:"runc_root"` // libcontainer's state root
-	LogPath   string `json:"log_path,omitempty"`
+	LogDir    string `json:"log_dir,omitempty"`  // the pod's log directory
+	LogPath   string `json:"log_path,omitempty"` // the log, relative to LogDir (opened beneath it)
 	Stdin     bool   `json:"stdin,omitempty"`
 	StdinOnce bool   `json:"stdin_once,omitempty"`
 	TTY       bool   `json:"tty,omitempty"`

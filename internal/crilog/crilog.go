@@ -7,10 +7,8 @@ package crilog
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -28,38 +26,30 @@ const (
 // File is one container log file shared by its streams. Reopen swaps the
 // underlying file without losing a line: writers hold the lock per line.
 type File struct {
-	path string
+	dir  string // the pod's log directory
+	name string // the log's path below dir
 	mu   sync.Mutex
 	f    *os.File
 	now  func() time.Time
 }
 
-// Open opens (creating) the log at path for appending.
-func Open(path string) (*File, error) {
-	f, err := openFile(path)
+// Open opens (creating) the log name, a path relative to the pod's log
+// directory dir, for appending. The file is opened beneath dir without
+// following any symbolic link (see openBeneath).
+func Open(dir, name string) (*File, error) {
+	f, err := openBeneath(dir, name)
 	if err != nil {
 		return nil, err
 	}
-	return &File{path: path, f: f, now: time.Now}, nil
+	return &File{dir: dir, name: name, f: f, now: time.Now}, nil
 }
 
-func openFile(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create log dir: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-	if err != nil {
-		return nil, fmt.Errorf("open container log: %w", err)
-	}
-	return f, nil
-}
-
-// Reopen closes the current file and opens path anew (after the kubelet
+// Reopen closes the current file and opens it anew (after the kubelet
 // rotated it). On failure the old file stays in use and no new file is left.
 func (l *File) Reopen() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f, err := openFile(l.path)
+	f, err := openBeneath(l.dir, l.name)
 	if err != nil {
 		return err
 	}

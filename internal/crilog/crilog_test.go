@@ -35,7 +35,7 @@ func parse(t *testing.T, path string) (streams, tags []string, contents []string
 
 func TestCopyFormatsLines(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "0.log")
-	l, err := Open(p)
+	l, err := Open(filepath.Dir(p), filepath.Base(p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestCopyFormatsLines(t *testing.T) {
 
 func TestLongLineIsSplitIntoPartials(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "0.log")
-	l, _ := Open(p)
+	l, _ := Open(filepath.Dir(p), filepath.Base(p))
 	long := strings.Repeat("x", 100*1024)
 	l.Copy(Stderr, strings.NewReader(long+"\nafter\n"), nil)
 	l.Close()
@@ -82,7 +82,7 @@ func TestLongLineIsSplitIntoPartials(t *testing.T) {
 func TestReopenLosesNothing(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "0.log")
-	l, _ := Open(p)
+	l, _ := Open(filepath.Dir(p), filepath.Base(p))
 	pr, pw := io.Pipe()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -123,7 +123,7 @@ func TestReopenLosesNothing(t *testing.T) {
 func TestReopenFailureKeepsOldFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "sub", "0.log")
-	l, err := Open(p)
+	l, err := Open(filepath.Dir(p), filepath.Base(p))
 	if err != nil {
 		t.Fatal(err)
 	}
