@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -113,6 +114,10 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	done()
 	if err != nil {
 		c.Destroy()
+		if k.log != nil {
+			k.log.Close() // every failed create would keep its log open
+		}
+		releaseFailedStart()
 		return nil, err
 	}
 	cs.mu.Lock()
@@ -121,6 +126,13 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	go k.waitExit(cs.log)
 	return k.info(), nil
 }
+
+// releaseFailedStart frees what a failed libcontainer start leaves open:
+// libcontainer (runc 1.5) keeps its O_PATH descriptor of the exec fifo when
+// the init fails to start, in a field nothing closes, so only its finalizer
+// frees it. The kubelet retries a failing create forever: collect now
+// rather than at the next GC, whenever that comes in an idle monitor.
+func releaseFailedStart() { runtime.GC() }
 
 func readSpec(bundle string) (*specs.Spec, error) {
 	data, err := os.ReadFile(filepath.Join(bundle, "config.json"))
@@ -258,6 +270,7 @@ func (k *ctr) waitExit(log *slog.Logger) {
 	} else if err != nil {
 		log.Error("wait for container failed", "container", k.id, "err", err)
 	}
+	k.killLeftovers(log)
 	ex := &Exit{Code: code, FinishedAt: time.Now(), OOMKilled: k.oomKilled()}
 	drained := make(chan struct{})
 	go func() { k.io.Wait(); close(drained) }()
@@ -274,6 +287,20 @@ func (k *ctr) waitExit(log *slog.Logger) {
 	k.mu.Unlock()
 	close(k.exited)
 	log.Info("container exited", "container", k.id, "exit_code", code, "oom_killed", ex.OOMKilled)
+}
+
+// killLeftovers kills what is left in the container's cgroup once its init
+// is gone. With a PID namespace of its own the kernel already did; in a
+// shared-PID or host-PID pod the init's children would live on (holding
+// ports, writing logs) until RemoveContainer. libcontainer's SIGKILL of such
+// a container kills its whole cgroup: cgroup.kill on cgroup v2 (and the
+// unified hierarchy of a hybrid host), else freeze, SIGKILL every member,
+// thaw.
+func (k *ctr) killLeftovers(log *slog.Logger) {
+	err := k.c.Signal(unix.SIGKILL)
+	if err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+		log.Warn("kill the rest of the container's cgroup", "container", k.id, "err", err)
+	}
 }
 
 func (k *ctr) oomKilled() bool {
