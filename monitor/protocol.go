@@ -57,9 +57,9 @@ type AttachRequest struct {
 
 // CreateRequest describes a container to create.
 type CreateRequest struct {
-	Bundle    string `json:"bundle"`    // directory holding config.json, the OCI spec
-	Dir       string `json:"dir"`       // where the monitor writes exit.json
-	RuncRoot  string `json:"runc_root"` // libcontainer's state root
+	Bundle    string `json:"bundle"`             // directory holding config.json, the OCI spec
+	Dir       string `json:"dir"`                // where the monitor writes exit.json
+	RuncRoot  string `json:"runc_root"`          // libcontainer's state root
 	LogDir    string `json:"log_dir,omitempty"`  // the pod's log directory
 	LogPath   string `json:"log_path,omitempty"` // the log, relative to LogDir (opened beneath it)
 	Stdin     bool   `json:"stdin,omitempty"`
