@@ -50,12 +50,12 @@ func (m *Manager) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	}
 	if err := lc.Run(p); err != nil {
 		closeChildEnds(p)
-		drained.Wait()
+		drained.wait(0)
 		return ExecResult{}, fmt.Errorf("exec in container %s: %w", id, err)
 	}
 	closeChildEnds(p)
 	code, err := waitExec(ctx, p, timeout)
-	waitDrained(drained, 2*time.Second)
+	drained.wait(2 * time.Second)
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("exec %q in container %s: %w", cmd[0], id, err)
 	}
@@ -142,10 +142,9 @@ func exitStatus(ps *os.ProcessState) int32 {
 }
 
 // attachOutput gives p pipes for stdout and stderr whose read ends are
-// drained into the writers; the returned group ends when both hit EOF.
-func attachOutput(p *libcontainer.Process, stdout, stderr io.Writer) (*sync.WaitGroup, error) {
-	var wg sync.WaitGroup
-	var opened []*os.File
+// drained into the writers.
+func attachOutput(p *libcontainer.Process, stdout, stderr io.Writer) (*drain, error) {
+	d := &drain{}
 	for _, pair := range []struct {
 		set func(*os.File)
 		w   io.Writer
@@ -155,21 +154,21 @@ func attachOutput(p *libcontainer.Process, stdout, stderr io.Writer) (*sync.Wait
 	} {
 		r, w, err := os.Pipe()
 		if err != nil {
-			for _, f := range opened {
+			for _, f := range d.readers {
 				f.Close()
 			}
+			closeChildEnds(p)
 			return nil, err
 		}
-		opened = append(opened, r, w)
+		d.readers = append(d.readers, r)
 		pair.set(w)
-		wg.Add(1)
+		d.wg.Add(1)
 		go func(dst io.Writer) {
-			defer wg.Done()
-			defer r.Close()
+			defer d.wg.Done()
 			io.Copy(dst, r)
 		}(pair.w)
 	}
-	return &wg, nil
+	return d, nil
 }
 
 // closeChildEnds closes the daemon's copies of the pipe ends the process got.
@@ -181,13 +180,29 @@ func closeChildEnds(p *libcontainer.Process) {
 	}
 }
 
-func waitDrained(wg *sync.WaitGroup, max time.Duration) {
+// drain is the copying of an exec's output.
+type drain struct {
+	wg      sync.WaitGroup
+	readers []*os.File
+}
+
+// wait waits until the output hits EOF, up to max (0: no limit), then closes
+// the read ends. Past max something the command left behind still holds the
+// pipes (a background writer in the container): closing them ends the
+// copiers, and the writer gets EPIPE, instead of both living on.
+func (d *drain) wait(max time.Duration) {
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(max):
+	go func() { d.wg.Wait(); close(done) }()
+	if max > 0 {
+		select {
+		case <-done:
+		case <-time.After(max):
+		}
 	}
+	for _, r := range d.readers {
+		r.Close() // interrupts a pending Read: os.Pipe ends are pollable
+	}
+	<-done
 }
 
 // capped keeps the first max bytes written to it and drops the rest.
