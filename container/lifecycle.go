@@ -310,6 +310,7 @@ func (m *Manager) RemovePod(ctx context.Context, podID string) error {
 			errs = append(errs, err)
 		}
 	}
+	m.rates.forget(podRateKey(podID))
 	return errors.Join(errs...)
 }
 

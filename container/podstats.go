@@ -23,7 +23,7 @@ func (m *Manager) PodStats(podID string) (PodStats, error) {
 		return PodStats{}, err
 	}
 	ps := PodStats{PodID: pod.ID, Containers: m.ListStats(Filter{PodID: pod.ID})}
-	if pause, err := m.CgroupUsage(path.Join(pod.CgroupParent, pod.ID)); err == nil {
+	if pause, err := m.cgroupUsage(path.Join(pod.CgroupParent, pod.ID), podRateKey(pod.ID)); err == nil {
 		ps.Usage = pause
 	}
 	ps.Usage.Timestamp = time.Now()
@@ -43,3 +43,6 @@ func (m *Manager) PodStats(podID string) (PodStats, error) {
 	}
 	return ps, nil
 }
+
+// podRateKey keys a pod's CPU samples in the rates (RemovePod forgets it).
+func podRateKey(podID string) string { return "pod:" + podID }

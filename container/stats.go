@@ -98,8 +98,10 @@ func (m *Manager) stats(c *Container) (Stats, error) {
 	return s, nil
 }
 
-// CgroupUsage reads the usage of any cgroup path (the pod's pause, say).
-func (m *Manager) CgroupUsage(path string) (Usage, error) {
+// cgroupUsage reads the usage of any cgroup path (the pod's, say); its CPU
+// rate is computed against the last sample kept under key, which the caller
+// must forget when the cgroup goes.
+func (m *Manager) cgroupUsage(path, key string) (Usage, error) {
 	mgr, err := cgmanager.New(&cgroups.Cgroup{Path: path, Resources: &cgroups.Resources{SkipDevices: true}})
 	if err != nil {
 		return Usage{}, err
@@ -109,7 +111,7 @@ func (m *Manager) CgroupUsage(path string) (Usage, error) {
 		return Usage{}, fmt.Errorf("cgroup stats of %s: %w", path, err)
 	}
 	u := usageOf(st)
-	m.rates.rate(path, &u)
+	m.rates.rate(key, &u)
 	return u, nil
 }
 
