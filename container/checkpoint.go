@@ -11,15 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/runc/libcontainer"
-	"golang.org/x/sys/unix"
 )
 
 // DefaultCheckpointTimeout bounds a checkpoint whose request names no timeout.
@@ -323,105 +320,6 @@ func writeCheckpointArchive(ctx context.Context, w io.Writer, p checkpointParts)
 		}
 	}
 	return tw.Close()
-}
-
-// writeRootfsDiff writes the overlay upper dir as a tar to w, without its
-// whiteouts and opaque markers; it returns what they delete from the image
-// ("/etc/motd"), sorted. An opaque directory deletes every entry the lower
-// dirs have in it that the upper dir does not have again.
-func writeRootfsDiff(ctx context.Context, w io.Writer, upper string, lower []string) ([]string, error) {
-	tw := tar.NewWriter(w)
-	links := map[uint64]string{} // inode -> first name, for hard links
-	deleted := map[string]bool{}
-	err := filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(upper, path)
-		if err != nil || rel == "." {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed while we walk: the container is running
-			}
-			return err
-		}
-		if isWhiteout(fi) {
-			deleted["/"+rel] = true
-			return nil
-		}
-		if fi.IsDir() && isOpaque(path) {
-			for _, name := range hiddenByOpaque(path, rel, lower) {
-				deleted["/"+filepath.Join(rel, name)] = true
-			}
-		}
-		if fi.Mode()&fs.ModeSocket != 0 {
-			return nil // sockets cannot be archived
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
-			if first, ok := links[st.Ino]; ok {
-				hdr := &tar.Header{Typeflag: tar.TypeLink, Name: rel, Linkname: first, ModTime: fi.ModTime(),
-					Mode: int64(fi.Mode().Perm()), Uid: int(st.Uid), Gid: int(st.Gid)}
-				return tw.WriteHeader(hdr)
-			}
-			links[st.Ino] = rel
-		}
-		return tarFile(tw, path, rel, fi)
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(deleted))
-	for p := range deleted {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out, tw.Close()
-}
-
-// isWhiteout reports an overlay whiteout: a 0/0 character device.
-func isWhiteout(fi fs.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && fi.Mode()&fs.ModeCharDevice != 0 && st.Rdev == 0
-}
-
-// isOpaque reports an overlay opaque directory.
-func isOpaque(path string) bool {
-	for _, attr := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
-		buf := make([]byte, 8)
-		if n, err := unix.Lgetxattr(path, attr, buf); err == nil && n == 1 && buf[0] == 'y' {
-			return true
-		}
-	}
-	return false
-}
-
-// hiddenByOpaque lists the names the lower dirs have in rel that the opaque
-// upper directory at path does not have.
-func hiddenByOpaque(path, rel string, lower []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, l := range lower {
-		entries, err := os.ReadDir(filepath.Join(l, rel))
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			if seen[e.Name()] {
-				continue
-			}
-			seen[e.Name()] = true
-			if _, err := os.Lstat(filepath.Join(path, e.Name())); errors.Is(err, fs.ErrNotExist) {
-				out = append(out, e.Name())
-			}
-		}
-	}
-	return out
 }
 
 // tarDir adds the tree at dir under the name prefix.

@@ -1,0 +1,278 @@
+package container
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// rootfsDiffRace, when set (tests only), runs between reading an entry's
+// metadata and opening it: where a running container can swap the entry.
+var rootfsDiffRace func(rel string)
+
+// resolveBeneath confines a lookup to its starting directory and refuses
+// symbolic links (and /proc magic links) on the way.
+const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// writeRootfsDiff writes the overlay upper dir as a tar to w, without its
+// whiteouts and opaque markers; it returns what they delete from the image
+// ("/etc/motd"), sorted. An opaque directory deletes every entry the lower
+// dirs have in it that the upper dir does not have again.
+//
+// The container runs while its layer is read and may swap any entry for a
+// symbolic link at any moment, so no path is ever resolved: each directory
+// is read through a descriptor, each entry is looked at and opened relative
+// to its directory's descriptor (openat2, beneath it, no links), and what is
+// opened must be the inode that was looked at.
+func writeRootfsDiff(ctx context.Context, w io.Writer, upper string, lower []string) ([]string, error) {
+	root, err := os.OpenFile(upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	dw := &diffWalker{ctx: ctx, tw: tar.NewWriter(w), lower: lower, links: map[uint64]string{}, deleted: map[string]bool{}}
+	if err := dw.dir(root, ""); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(dw.deleted))
+	for p := range dw.deleted {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, dw.tw.Close()
+}
+
+// diffWalker walks an upper dir into a tar.
+type diffWalker struct {
+	ctx     context.Context
+	tw      *tar.Writer
+	lower   []string
+	links   map[uint64]string // inode -> first name, for hard links
+	deleted map[string]bool
+}
+
+// dir archives the entries of the open directory d, at rel in the layer
+// ("" for its top), in name order.
+func (dw *diffWalker) dir(d *os.File, rel string) error {
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, err)
+	}
+	sort.Strings(names)
+	if rel != "" && isOpaque(d) {
+		for _, name := range hiddenByOpaque(d, rel, dw.lower) {
+			dw.deleted["/"+filepath.Join(rel, name)] = true
+		}
+	}
+	for _, name := range names {
+		if err := dw.ctx.Err(); err != nil {
+			return err
+		}
+		if err := dw.entry(d, rel, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entry archives the entry name of the directory d (at dirRel).
+func (dw *diffWalker) entry(d *os.File, dirRel, name string) error {
+	rel := filepath.Join(dirRel, name)
+	dfd := int(d.Fd())
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil // removed while we walk: the container is running
+		}
+		return fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if rootfsDiffRace != nil {
+		rootfsDiffRace(rel)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFSOCK:
+		return nil // sockets cannot be archived
+	case unix.S_IFCHR:
+		if st.Rdev == 0 { // an overlay whiteout
+			dw.deleted["/"+rel] = true
+			return nil
+		}
+	case unix.S_IFLNK:
+		target, err := readlinkat(dfd, name)
+		if err != nil {
+			return nil // replaced while we walk
+		}
+		return dw.tw.WriteHeader(statHeader(&st, rel, target))
+	case unix.S_IFDIR:
+		sub, now, err := openEntry(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY, &st)
+		if sub == nil {
+			return err
+		}
+		defer sub.Close()
+		if err := dw.tw.WriteHeader(statHeader(&now, rel, "")); err != nil {
+			return err
+		}
+		return dw.dir(sub, rel)
+	case unix.S_IFREG:
+		return dw.file(dfd, name, rel, &st)
+	}
+	return dw.tw.WriteHeader(statHeader(&st, rel, "")) // devices, FIFOs
+}
+
+// file archives a regular file (or a hard link to one already archived).
+func (dw *diffWalker) file(dfd int, name, rel string, st *unix.Stat_t) error {
+	if st.Nlink > 1 {
+		if first, ok := dw.links[st.Ino]; ok {
+			hdr := statHeader(st, rel, "")
+			hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, first, 0
+			return dw.tw.WriteHeader(hdr)
+		}
+	}
+	// O_NONBLOCK: a FIFO swapped in must not block the open.
+	f, now, err := openEntry(dfd, name, unix.O_RDONLY|unix.O_NONBLOCK, st)
+	if f == nil {
+		return err
+	}
+	defer f.Close()
+	if now.Nlink > 1 {
+		dw.links[now.Ino] = rel
+	}
+	hdr := statHeader(&now, rel, "")
+	if err := dw.tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	// A file that changes size while it is read is cut or padded to the size
+	// it had (the container runs).
+	n, err := io.CopyN(dw.tw, f, hdr.Size)
+	if errors.Is(err, io.EOF) {
+		_, err = io.CopyN(dw.tw, zeros{}, hdr.Size-n)
+	}
+	return err
+}
+
+// openEntry opens name in the directory dfd, beneath it and without
+// following a link, and checks that it is still the inode st describes. It
+// returns a nil file (and no error) when the entry went or changed: the
+// container runs, and an entry swapped for a link is simply not archived.
+func openEntry(dfd int, name string, flags int, st *unix.Stat_t) (*os.File, unix.Stat_t, error) {
+	var now unix.Stat_t
+	fd, err := unix.Openat2(dfd, name, &unix.OpenHow{
+		Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: resolveBeneath,
+	})
+	if err != nil {
+		for _, gone := range []error{unix.ENOENT, unix.ELOOP, unix.ENOTDIR, unix.ENXIO, unix.EXDEV} {
+			if errors.Is(err, gone) {
+				return nil, now, nil
+			}
+		}
+		return nil, now, fmt.Errorf("open %s: %w", name, err)
+	}
+	if err := unix.Fstat(fd, &now); err != nil {
+		unix.Close(fd)
+		return nil, now, err
+	}
+	if now.Ino != st.Ino || now.Dev != st.Dev || now.Mode&unix.S_IFMT != st.Mode&unix.S_IFMT {
+		unix.Close(fd)
+		return nil, now, nil
+	}
+	return os.NewFile(uintptr(fd), name), now, nil
+}
+
+// statHeader is the tar header of an entry (link: a symlink's target).
+func statHeader(st *unix.Stat_t, name, link string) *tar.Header {
+	hdr := &tar.Header{
+		Name: name, Linkname: link, Mode: int64(st.Mode & 0o7777),
+		Uid: int(st.Uid), Gid: int(st.Gid), ModTime: time.Unix(st.Mtim.Unix()),
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		hdr.Typeflag, hdr.Size = tar.TypeReg, st.Size
+	case unix.S_IFDIR:
+		hdr.Typeflag, hdr.Name = tar.TypeDir, name+"/"
+	case unix.S_IFLNK:
+		hdr.Typeflag = tar.TypeSymlink
+	case unix.S_IFCHR, unix.S_IFBLK:
+		hdr.Typeflag = tar.TypeChar
+		if st.Mode&unix.S_IFMT == unix.S_IFBLK {
+			hdr.Typeflag = tar.TypeBlock
+		}
+		hdr.Devmajor, hdr.Devminor = int64(unix.Major(st.Rdev)), int64(unix.Minor(st.Rdev))
+	case unix.S_IFIFO:
+		hdr.Typeflag = tar.TypeFifo
+	}
+	return hdr
+}
+
+// readlinkat reads the target of the link name in the directory dfd.
+func readlinkat(dfd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// isOpaque reports an overlay opaque directory.
+func isOpaque(d *os.File) bool {
+	for _, attr := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
+		buf := make([]byte, 8)
+		if n, err := unix.Fgetxattr(int(d.Fd()), attr, buf); err == nil && n == 1 && buf[0] == 'y' {
+			return true
+		}
+	}
+	return false
+}
+
+// hiddenByOpaque lists the names the lower dirs have in rel that the opaque
+// upper directory d does not have. The lower dirs are looked into beneath
+// each layer without following links: an image's link must not list a host
+// directory into deleted.files.
+func hiddenByOpaque(d *os.File, rel string, lower []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range lower {
+		for _, name := range lowerNames(l, rel) {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			var st unix.Stat_t
+			if err := unix.Fstatat(int(d.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// lowerNames lists the directory rel of the lower dir l (nil if none).
+func lowerNames(l, rel string) []string {
+	root, err := unix.Open(l, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(root)
+	fd, err := unix.Openat2(root, rel, &unix.OpenHow{
+		Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolveBeneath,
+	})
+	if err != nil {
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	return names
+}
