@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,8 +29,8 @@ func TestLogPathsCannotEscapeThePodLogDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{up, "ctr/../../../outside/up.log", filepath.Join(outside, "abs.log"), ".."} {
-		cfg := ctrConfig("escape", "echo escaped")
+	for n, p := range []string{up, "ctr/../../../outside/up.log", filepath.Join(outside, "abs.log"), ".."} {
+		cfg := ctrConfig(fmt.Sprintf("escape-%d", n), "echo escaped")
 		cfg.LogPath = p
 		_, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: pod})
 		if status.Code(err) != codes.InvalidArgument {
@@ -47,8 +48,8 @@ func TestLogPathsCannotEscapeThePodLogDirectory(t *testing.T) {
 	}
 	os.Symlink(target, filepath.Join(pod.LogDirectory, "link.log"))
 	os.Symlink(outside, filepath.Join(pod.LogDirectory, "linkdir"))
-	for _, p := range []string{"link.log", "linkdir/0.log"} {
-		cfg := ctrConfig("link", "echo written-through-link")
+	for n, p := range []string{"link.log", "linkdir/0.log"} {
+		cfg := ctrConfig(fmt.Sprintf("link-%d", n), "echo written-through-link")
 		cfg.LogPath = p
 		resp, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: pod})
 		if err == nil {
