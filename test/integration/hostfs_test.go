@@ -88,6 +88,25 @@ func overlayUpper(t *testing.T, target string) string {
 // every mount point): none may be reachable.
 func TestHostUsersCannotReachContainerFiles(t *testing.T) {
 	i := newInstance(t, withRegistry())
+	podID, podInf, id, probes := i.plant(t)
+	assertUnreachable(t, probes)
+	// The container itself is unaffected: its setuid file is still setuid
+	// inside (no nosuid mount flag leaked into it).
+	if out, code := i.exec(t, id, "stat", "-c", "%A", "/suid", "/nnp/usr/local/bin/nnp"); code != 0 || out != "-rwsr-xr-x\n-rwsr-xr-x\n" {
+		t.Fatalf("inside: %q (exit %d)", out, code)
+	}
+	if l := i.mountLine(t, id, "/"); strings.Contains(strings.Fields(l)[5], "nosuid") {
+		t.Fatalf("the container's rootfs is nosuid: %s", l)
+	}
+	i.stopRemove(t, podID)
+	i.assertCtrGone(t, id)
+	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
+}
+
+// plant runs the planting container of TestHostUsersCannotReachContainerFiles
+// and returns the host paths to what it planted.
+func (i *instance) plant(t *testing.T) (string, podInfo, string, []probe) {
+	t.Helper()
 	i.pull(t, busybox)
 	i.pull(t, nonewprivs)
 	podID, pod := i.podWithLogs(t, "hostfs")
@@ -125,14 +144,29 @@ echo planted; sleep 1000`)
 	if len(probes) != 8 {
 		t.Fatalf("test bug: %d probes (no image volume or layer found): %v", len(probes), probes)
 	}
-	assertUnreachable(t, probes)
-	// The container itself is unaffected: its setuid file is still setuid
-	// inside (no nosuid mount flag leaked into it).
-	if out, code := i.exec(t, id, "stat", "-c", "%A", "/suid", "/nnp/usr/local/bin/nnp"); code != 0 || out != "-rwsr-xr-x\n-rwsr-xr-x\n" {
-		t.Fatalf("inside: %q (exit %d)", out, code)
+	return podID, podInf, id, probes
+}
+
+// TestRestartClosesWhatAnOlderMinicriLeftOpen reopens the directories as
+// an older minicri created them (0711) under a running container, then
+// restarts the daemon: it must close them again.
+func TestRestartClosesWhatAnOlderMinicriLeftOpen(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	podID, podInf, id, probes := i.plant(t)
+	i.kill9()
+	for _, d := range []string{"root", "root/containers", "root/containers/" + id, "state/containers/" + id,
+		"root/sandboxes", "root/sandboxes/" + podID, "state/sandboxes", "state/sandboxes/" + podID} {
+		if err := os.Chmod(filepath.Join(i.dir, d), 0o711); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if l := i.mountLine(t, id, "/"); strings.Contains(strings.Fields(l)[5], "nosuid") {
-		t.Fatalf("the container's rootfs is nosuid: %s", l)
+	if out, ok := nobodyStat(t, probes[0].path); !ok {
+		t.Fatalf("test bug: the old modes do not open %s: %s", probes[0].path, out)
+	}
+	i.start()
+	assertUnreachable(t, probes)
+	if st := i.ctrStatus(t, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("after the restart: %v", st.State)
 	}
 	i.stopRemove(t, podID)
 	i.assertCtrGone(t, id)
