@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/minicri/minicri/internal/oplock"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/published"
 )
@@ -13,7 +14,7 @@ type Sandbox struct {
 	rec    Record // immutable after creation; its Status is the initial one
 	status *published.Value[Status]
 
-	op      sync.Mutex // serialises Stop and Remove
+	op      *oplock.Lock // serialises Stop and Remove
 	removed bool       // set under op once Remove finished
 
 	procMu sync.Mutex
@@ -21,7 +22,7 @@ type Sandbox struct {
 }
 
 func newSandbox(rec Record, recordPath string) *Sandbox {
-	sb := &Sandbox{rec: rec}
+	sb := &Sandbox{rec: rec, op: oplock.New()}
 	sb.status = published.New(rec.Status, recordPath, func(st Status) any {
 		r := sb.rec
 		r.Status = st
