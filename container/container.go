@@ -13,7 +13,7 @@ type Container struct {
 	status *published.Value[Status]
 
 	op      *oplock.Lock // serialises Start, Stop, Remove, UpdateResources and Checkpoint
-	removed bool       // set under op once Remove finished
+	removed bool         // set under op once Remove finished
 
 	// changed, when set, hears every published change of state.
 	changed func(c *Container, to State)

@@ -15,7 +15,7 @@ type Sandbox struct {
 	status *published.Value[Status]
 
 	op      *oplock.Lock // serialises Stop and Remove
-	removed bool       // set under op once Remove finished
+	removed bool         // set under op once Remove finished
 
 	procMu sync.Mutex
 	procs  []*proc.Handle // the pause and the monitor; empty once stopped or lost
