@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"fmt"
+
+	"github.com/minicri/minicri/internal/idmap"
 )
 
 // validate checks a config before anything is created.
@@ -22,8 +24,14 @@ func validate(cfg *Config) error {
 	if ns.IPC != ModePod && ns.IPC != ModeNode {
 		return fmt.Errorf("%w: IPC namespace mode %d is not supported for a pod", ErrInvalid, ns.IPC)
 	}
+	if ns.PID == ModeTarget {
+		return fmt.Errorf("%w: PID namespace mode TARGET is for containers, not pods", ErrInvalid)
+	}
 	if err := checkUserNS(ns); err != nil {
 		return err
+	}
+	if cfg.Privileged && ns.OwnUserNS() {
+		return fmt.Errorf("%w: a privileged pod cannot have its own user namespace", ErrInvalid)
 	}
 	normalized := make(map[string]string, len(cfg.Sysctls))
 	for k, v := range cfg.Sysctls {
@@ -55,8 +63,8 @@ func checkUserNS(ns Namespaces) error {
 		if m[0].ContainerID != 0 {
 			return fmt.Errorf("%w: the %s mapping must map container ID 0", ErrInvalid, kind)
 		}
-		if m[0].Length == 0 {
-			return fmt.Errorf("%w: the %s mapping is empty", ErrInvalid, kind)
+		if err := idmap.Check(m); err != nil {
+			return fmt.Errorf("%w: %s mapping: %v", ErrInvalid, kind, err)
 		}
 	}
 	if ns.Network == ModeNode || ns.IPC == ModeNode || ns.PID == ModeNode {
