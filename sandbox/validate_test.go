@@ -38,3 +38,20 @@ func TestUserNSMappingsCannotReachHostRoot(t *testing.T) {
 		t.Errorf("pod PID mode TARGET: got %v, want ErrInvalid", err)
 	}
 }
+
+// The attack: two different pods whose metadata differ only in where a "/"
+// falls. Neither may be mistaken for the other (a false AlreadyExists, or a
+// retry handed the other pod's ID).
+func TestPodKeysDoNotCollide(t *testing.T) {
+	pairs := [][2]Metadata{
+		{{Namespace: "a/b", Name: "c", UID: "u"}, {Namespace: "a", Name: "b/c", UID: "u"}},
+		{{Namespace: "n", Name: "a/u", UID: "v"}, {Namespace: "n", Name: "a", UID: "u/v"}},
+		{{Namespace: "n", Name: "p", UID: "u/1", Attempt: 2}, {Namespace: "n", Name: "p", UID: "u", Attempt: 1}},
+		{{Namespace: `a"/"b`, Name: "c", UID: "u"}, {Namespace: "a", Name: `b"/"c`, UID: "u"}},
+	}
+	for _, p := range pairs {
+		if p[0].key() == p[1].key() {
+			t.Errorf("%+v and %+v share the key %s", p[0], p[1], p[0].key())
+		}
+	}
+}
