@@ -38,6 +38,9 @@ func (m *Manager) Create(ctx context.Context, podID string, cfg Config) (string,
 	if !pod.Ready {
 		return "", fmt.Errorf("%w: pod sandbox %s is not ready", ErrFailedPrecondition, pod.ID)
 	}
+	if err := m.checkAgainstPod(pod, &cfg.Security); err != nil {
+		return "", err
+	}
 	id := idindex.NewID()
 	key := nameKey(pod.ID, cfg)
 	if err := m.names.reserve(key, id); err != nil {

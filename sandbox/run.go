@@ -225,7 +225,7 @@ func (r Record) monitorSpec(m *Manager) monitor.Spec {
 	ns := r.Config.Namespaces
 	sysctls := make([]string, 0, len(r.Config.Sysctls))
 	for k, v := range r.Config.Sysctls {
-		sysctls = append(sysctls, k+"="+v)
+		sysctls = append(sysctls, sysctlPath(k)+"="+v) // the pause writes /proc/sys/<path>
 	}
 	sort.Strings(sysctls)
 	netns, userns := r.NetNSPath, (*idmap.Mappings)(nil)
