@@ -75,7 +75,7 @@ const (
 	GroupsStrict
 )
 
-// NamespaceMode says whose PID namespace the container uses.
+// NamespaceMode says whose namespace the container uses.
 type NamespaceMode int
 
 // The CRI's NamespaceMode values.
@@ -88,9 +88,14 @@ const (
 
 // Security is the container's LinuxContainerSecurityContext.
 type Security struct {
-	Privileged               bool                     `json:"privileged,omitempty"`
-	PID                      NamespaceMode            `json:"pid"`
-	TargetID                 string                   `json:"target_id,omitempty"`
+	Privileged bool          `json:"privileged,omitempty"`
+	PID        NamespaceMode `json:"pid"`
+	TargetID   string        `json:"target_id,omitempty"` // the full ID once created
+	// Network and IPC are what the request asks for; the container always
+	// joins its pod's, and asking for the host's in a pod that has its own
+	// is refused.
+	Network                  NamespaceMode            `json:"network,omitempty"`
+	IPC                      NamespaceMode            `json:"ipc,omitempty"`
 	RunAsUser                *int64                   `json:"run_as_user,omitempty"`
 	RunAsGroup               *int64                   `json:"run_as_group,omitempty"`
 	RunAsUsername            string                   `json:"run_as_username,omitempty"`
@@ -147,7 +152,8 @@ type PodInfo struct {
 	NetNSPath      string            `json:"netns_path,omitempty"` // empty: host network
 	PausePID       int               `json:"pause_pid"`
 	HostIPC        bool              `json:"host_ipc,omitempty"`
-	HostPID        bool              `json:"host_pid,omitempty"` // the pod asked for the host's PID namespace
+	HostPID        bool              `json:"host_pid,omitempty"`   // the pod asked for the host's PID namespace
+	Privileged     bool              `json:"privileged,omitempty"` // the pod's security context is privileged
 	HostnameFile   string            `json:"hostname_file"`
 	HostsFile      string            `json:"hosts_file"`
 	ResolvConfFile string            `json:"resolv_conf_file"`

@@ -2,8 +2,8 @@ package container
 
 import (
 	"fmt"
-	"sync"
 
+	"github.com/minicri/minicri/internal/oplock"
 	"github.com/minicri/minicri/internal/published"
 )
 
@@ -12,15 +12,15 @@ type Container struct {
 	rec    Record // immutable after creation; its Status is the initial one
 	status *published.Value[Status]
 
-	op      sync.Mutex // serialises Start, Stop and Remove
-	removed bool       // set under op once Remove finished
+	op      *oplock.Lock // serialises Start, Stop, Remove, UpdateResources and Checkpoint
+	removed bool         // set under op once Remove finished
 
 	// changed, when set, hears every published change of state.
 	changed func(c *Container, to State)
 }
 
 func newContainer(rec Record, recordPath string) *Container {
-	c := &Container{rec: rec}
+	c := &Container{rec: rec, op: oplock.New()}
 	c.status = published.New(rec.Status, recordPath, func(st Status) any {
 		r := c.rec
 		r.Status = st

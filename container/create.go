@@ -13,6 +13,7 @@ import (
 
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/idindex"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/steps"
@@ -42,6 +43,9 @@ func (m *Manager) Create(ctx context.Context, podID string, cfg Config) (string,
 	}
 	if cfg.LogPath != "" && pod.LogDirectory != "" && !filepath.IsAbs(pod.LogDirectory) {
 		return "", fmt.Errorf("%w: pod log_directory %q is not absolute", ErrInvalid, pod.LogDirectory)
+	}
+	if err := m.checkAgainstPod(pod, &cfg.Security); err != nil {
+		return "", err
 	}
 	id := idindex.NewID()
 	key := nameKey(pod.ID, cfg)
@@ -120,16 +124,20 @@ func (c *creation) acquireImage(context.Context) error {
 }
 
 func (c *creation) releaseImage(context.Context) error {
-	return c.m.opts.Images.Release(c.img.ID)
+	if c.img.ID == "" {
+		return nil // never acquired (or already released)
+	}
+	if err := c.m.opts.Images.Release(c.img.ID); err != nil {
+		return err
+	}
+	c.img.ID = ""
+	return nil
 }
 
 func (c *creation) acquireImageVolumes(ctx context.Context) error {
 	ims, err := acquireImageVolumes(c.m.opts.Images, c.rec.Config.Mounts, c.m.imageVolumesDir(c.rec.ID), c.usernsPath())
-	c.rec.ImageMounts = ims
-	if err != nil {
-		return errors.Join(err, c.releaseImageVolumes(ctx))
-	}
-	return nil
+	c.rec.ImageMounts = ims // on error too: what was pinned and mounted, for the undo
+	return err
 }
 
 func (c *creation) releaseImageVolumes(context.Context) error {
@@ -142,8 +150,8 @@ func (c *creation) releaseImageVolumes(context.Context) error {
 
 func (c *creation) recordIntent(context.Context) error {
 	for _, d := range []string{c.m.rootDir(c.rec.ID), c.m.ctrStateDir(c.rec.ID)} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
-			return err
+		if err := os.Mkdir(d, hostdir.Private); err != nil {
+			return fmt.Errorf("create container directory: %w", err)
 		}
 	}
 	return atomicfile.WriteJSON(c.m.recordPath(c.rec.ID), c.rec)
@@ -204,7 +212,25 @@ func (c *creation) buildSpec(context.Context) error {
 	return atomicfile.Write(filepath.Join(c.m.ctrStateDir(c.rec.ID), "config.json"), data, 0o600)
 }
 
+// createInMonitor has the pod's monitor create the container: its init
+// sets up the rootfs, pivots into it and waits for Start. The init of a
+// container in a pod user namespace reaches its rootfs by path as an
+// unprivileged host user, so the container's state directory is searchable
+// only meanwhile (see hostdirs.go).
 func (c *creation) createInMonitor(ctx context.Context) error {
+	if c.pod.UserNS != nil {
+		if err := c.m.openRootfsPath(c.rec.ID); err != nil {
+			return err
+		}
+	}
+	err := c.callCreate(ctx)
+	if c.pod.UserNS != nil {
+		err = errors.Join(err, c.m.closeRootfsPath(c.rec.ID))
+	}
+	return err
+}
+
+func (c *creation) callCreate(ctx context.Context) error {
 	resp, err := monitor.Call(ctx, monitor.SocketPath(c.pod.MonitorDir), monitor.Request{
 		Op: monitor.OpCreate, ID: c.rec.ID,
 		Create: &monitor.CreateRequest{
@@ -288,8 +314,11 @@ func imageConfig(img image.Image) ImageConfig {
 
 // removeDirs deletes the container's state and root directories.
 func (m *Manager) removeDirs(id string) error {
-	// Never walk into a mounted image volume.
+	// Never walk into a mount: an image volume, the rootfs or a layer.
 	if err := unmountImageVolumes(m.imageVolumesDir(id)); err != nil {
+		return err
+	}
+	if err := unmountRootfs(m.rootfsPath(id)); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(m.ctrStateDir(id)); err != nil {

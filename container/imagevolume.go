@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/mounts"
 )
 
@@ -75,6 +76,11 @@ func acquireImageVolumes(images Images, cri []Mount, dir, usernsPath string) ([]
 		if mt.Image == "" {
 			continue
 		}
+		// Only root may enter: the volumes hold the images' setuid files
+		// (see hostdirs.go).
+		if err := os.Mkdir(dir, hostdir.Private); err != nil && !errors.Is(err, os.ErrExist) {
+			return out, fmt.Errorf("create image volumes dir: %w", err)
+		}
 		img, err := images.Acquire(mt.Image)
 		if err != nil {
 			return out, fmt.Errorf("image volume at %q: %w", mt.ContainerPath, err)
@@ -103,7 +109,7 @@ func acquireImageVolumes(images Images, cri []Mount, dir, usernsPath string) ([]
 // mountImageLayers mounts an overlay of the image's layers, lower dirs
 // only, so that it is read-only and writes nothing to the layers.
 func mountImageLayers(img image.Image, target string) error {
-	if err := os.MkdirAll(target, 0o755); err != nil {
+	if err := os.Mkdir(target, 0o755); err != nil {
 		return fmt.Errorf("create image volume mount point: %w", err)
 	}
 	layers := img.Layers
@@ -117,12 +123,8 @@ func mountImageLayers(img image.Image, target string) error {
 	for i := len(layers) - 1; i >= 0; i-- {
 		lower = append(lower, layers[i])
 	}
-	opts := "lowerdir=" + strings.Join(lower, ":")
-	if len(opts) >= unix.Getpagesize() {
-		return fmt.Errorf("overlay options for %d layers exceed a page", len(layers))
-	}
-	if err := unix.Mount("overlay", target, "overlay", unix.MS_RDONLY, opts); err != nil {
-		return fmt.Errorf("mount image overlay: %w", err)
+	if err := mounts.Overlay(target, lower, "", "", unix.MS_RDONLY); err != nil {
+		return fmt.Errorf("image volume: %w", err)
 	}
 	return nil
 }

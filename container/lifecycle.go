@@ -22,7 +22,9 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	c.op.Lock()
+	if err := c.op.Acquire(ctx); err != nil {
+		return fmt.Errorf("start container %s: %w", c.ID(), err)
+	}
 	defer c.op.Unlock()
 	st := m.refresh(c)
 	if c.removed || st.State != StateCreated {
@@ -49,12 +51,13 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 // Stop stops a container: its stop signal, then SIGKILL once timeout has
 // passed. A stopped or unknown container is not an error.
 func (m *Manager) Stop(ctx context.Context, id string, timeout time.Duration) error {
-	return m.withContainer(id, func(c *Container) error { return m.stopLocked(ctx, c, timeout) })
+	return m.withContainer(ctx, id, func(c *Container) error { return m.stopLocked(ctx, c, timeout) })
 }
 
 // withContainer runs fn with the container's operation lock held; an
-// unknown ID is not an error (Stop and Remove are idempotent).
-func (m *Manager) withContainer(id string, fn func(*Container) error) error {
+// unknown ID is not an error (Stop and Remove are idempotent). Waiting for
+// the lock ends with ctx.
+func (m *Manager) withContainer(ctx context.Context, id string, fn func(*Container) error) error {
 	c, err := m.store.get(id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -62,7 +65,9 @@ func (m *Manager) withContainer(id string, fn func(*Container) error) error {
 	if err != nil {
 		return err
 	}
-	c.op.Lock()
+	if err := c.op.Acquire(ctx); err != nil {
+		return fmt.Errorf("container %s: %w", c.ID(), err)
+	}
 	defer c.op.Unlock()
 	return fn(c)
 }
@@ -218,7 +223,7 @@ func (m *Manager) info(c *Container) Info {
 
 // Remove stops the container if needed and deletes it. Unknown IDs are fine.
 func (m *Manager) Remove(ctx context.Context, id string) error {
-	return m.withContainer(id, func(c *Container) error { return m.removeLocked(ctx, c) })
+	return m.withContainer(ctx, id, func(c *Container) error { return m.removeLocked(ctx, c) })
 }
 
 func (m *Manager) removeLocked(ctx context.Context, c *Container) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -60,10 +59,8 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames(), rates: &rates{last: map[string]Usage{}},
 		events: opts.Events, done: make(chan struct{}),
 		metrics: newMetricsCache()}
-	for _, d := range []string{m.recordsDir(), m.stateDir(), m.runcRoot()} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
-			return nil, fmt.Errorf("create %s: %w", d, err)
-		}
+	if err := m.ensureDirs(); err != nil {
+		return nil, err
 	}
 	if err := m.recover(ctx); err != nil {
 		return nil, fmt.Errorf("recover containers: %w", err)

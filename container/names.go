@@ -15,8 +15,10 @@ type names struct {
 
 func newNames() *names { return &names{owner: map[string]string{}} }
 
+// nameKey identifies a container name and attempt within a pod; the name
+// is quoted, so that no two (name, attempt) pairs share a key.
 func nameKey(podID string, cfg Config) string {
-	return podID + "/" + cfg.Name + "/" + strconv.FormatUint(uint64(cfg.Attempt), 10)
+	return podID + "/" + strconv.Quote(cfg.Name) + "/" + strconv.FormatUint(uint64(cfg.Attempt), 10)
 }
 
 func (n *names) reserve(key, id string) error {

@@ -1,14 +1,16 @@
 package container
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/mounts"
 )
 
@@ -20,8 +22,12 @@ import (
 // upper and work dirs are given to its root.
 func mountRootfs(layers []string, dir, target, usernsPath string, hostRoot [2]int) error {
 	upper, work := filepath.Join(dir, "fs", "upper"), filepath.Join(dir, "fs", "work")
-	for _, d := range []string{upper, work, target} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	// The upper dir's mode is the mode of the container's "/".
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{filepath.Join(dir, "fs"), hostdir.Private}, {upper, 0o755}, {work, hostdir.Private}, {target, 0o755}} {
+		if err := os.Mkdir(d.path, d.mode); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create rootfs dirs: %w", err)
 		}
 	}
@@ -31,7 +37,7 @@ func mountRootfs(layers []string, dir, target, usernsPath string, hostRoot [2]in
 	}
 	if len(lower) == 0 {
 		empty := filepath.Join(dir, "fs", "empty")
-		if err := os.MkdirAll(empty, 0o755); err != nil {
+		if err := os.Mkdir(empty, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		lower = append(lower, empty)
@@ -48,12 +54,8 @@ func mountRootfs(layers []string, dir, target, usernsPath string, hostRoot [2]in
 			}
 		}
 	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(lower, ":"), upper, work)
-	if len(opts) >= unix.Getpagesize() {
-		return fmt.Errorf("overlay options for %d layers exceed a page", len(layers))
-	}
-	if err := unix.Mount("overlay", target, "overlay", 0, opts); err != nil {
-		return fmt.Errorf("mount overlay rootfs: %w", err)
+	if err := mounts.Overlay(target, lower, upper, work, 0); err != nil {
+		return fmt.Errorf("rootfs: %w", err)
 	}
 	return nil
 }
@@ -61,15 +63,26 @@ func mountRootfs(layers []string, dir, target, usernsPath string, hostRoot [2]in
 // idmapDir holds the idmapped views of the layers of the rootfs at target.
 func idmapDir(target string) string { return filepath.Join(filepath.Dir(target), "idmap") }
 
-// idmapLayers attaches an idmapped view of each layer under dir.
+// idmapLayers attaches an idmapped view of each layer under dir, which only
+// root may enter (the overlay, not the container init, reaches the views).
+// On error, the views attached so far stay for unmountRootfs (the step's
+// undo) to detach.
 func idmapLayers(layers []string, dir, usernsPath string) ([]string, error) {
+	if err := os.Mkdir(dir, hostdir.Private); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	userns, err := os.Open(usernsPath)
+	if err != nil {
+		return nil, fmt.Errorf("open user namespace: %w", err)
+	}
+	defer userns.Close()
 	out := make([]string, 0, len(layers))
 	for i, l := range layers {
 		view := filepath.Join(dir, strconv.Itoa(i))
-		if err := os.MkdirAll(view, 0o755); err != nil {
+		if err := os.Mkdir(view, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, err
 		}
-		if err := idmapMount(l, view, usernsPath); err != nil {
+		if err := idmapMount(l, view, int(userns.Fd())); err != nil {
 			return nil, err
 		}
 		out = append(out, view)
@@ -93,19 +106,14 @@ func unmountRootfs(target string) error {
 }
 
 // idmapMount attaches at target an idmapped clone of the mount at src,
-// mapped through the user namespace at usernsPath.
-func idmapMount(src, target, usernsPath string) error {
-	userns, err := os.Open(usernsPath)
-	if err != nil {
-		return fmt.Errorf("open user namespace: %w", err)
-	}
-	defer userns.Close()
+// mapped through the user namespace open as userns.
+func idmapMount(src, target string, userns int) error {
 	tree, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("clone mount %s: %w", src, err)
 	}
 	defer unix.Close(tree)
-	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY, Userns_fd: uint64(userns.Fd())}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY, Userns_fd: uint64(userns)}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, attr); err != nil {
 		return fmt.Errorf("idmap mount %s: %w", src, err)
 	}

@@ -1,8 +1,10 @@
 package container
 
 import (
+	"errors"
 	"math/bits"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,5 +136,56 @@ func TestMaskedAndReadonlyPaths(t *testing.T) {
 	}
 	if !slices.Contains(defaultMaskedPaths(), "/proc/kcore") || !slices.Contains(defaultReadonlyPaths(), "/proc/sys") {
 		t.Fatal("defaults lost containerd's entries")
+	}
+}
+
+func TestCheckAgainstPod(t *testing.T) {
+	m := &Manager{store: newStore()}
+	for id, pod := range map[string]string{"aaaa1111": "podA", "bbbb2222": "podB"} {
+		m.store.add(newContainer(Record{ID: id, PodID: pod}, filepath.Join(t.TempDir(), id)))
+	}
+	plain := PodInfo{ID: "podA", NetNSPath: "/run/netns/x"}
+	host := PodInfo{ID: "podA", HostPID: true, HostIPC: true, Privileged: true}
+	userns := PodInfo{ID: "podA", NetNSPath: "/run/netns/x", UserNS: &IDMappings{}}
+	privUserns := userns
+	privUserns.Privileged = true
+	ok := []struct {
+		pod PodInfo
+		sec Security
+	}{
+		{plain, Security{}},
+		{plain, Security{PID: ModeContainer}},
+		{plain, Security{PID: ModeTarget, TargetID: "aaaa"}},
+		{host, Security{PID: ModeNode, IPC: ModeNode, Network: ModeNode, Privileged: true}},
+		{host, Security{PID: ModePod}},
+	}
+	for _, c := range ok {
+		if err := m.checkAgainstPod(c.pod, &c.sec); err != nil {
+			t.Errorf("%+v in %+v: %v", c.sec, c.pod, err)
+		}
+	}
+	sec := Security{PID: ModeTarget, TargetID: "aaaa"}
+	if m.checkAgainstPod(plain, &sec); sec.TargetID != "aaaa1111" {
+		t.Errorf("target prefix not resolved to the full ID: %q", sec.TargetID)
+	}
+	bad := map[string]struct {
+		pod PodInfo
+		sec Security
+	}{
+		"privileged in plain pod":  {plain, Security{Privileged: true}},
+		"privileged in userns pod": {privUserns, Security{Privileged: true}},
+		"host PID in plain pod":    {plain, Security{PID: ModeNode}},
+		"host net in plain pod":    {plain, Security{Network: ModeNode}},
+		"host IPC in plain pod":    {plain, Security{IPC: ModeNode}},
+		"target in another pod":    {plain, Security{PID: ModeTarget, TargetID: "bbbb2222"}},
+		"target without ID":        {plain, Security{PID: ModeTarget}},
+	}
+	for name, c := range bad {
+		if err := m.checkAgainstPod(c.pod, &c.sec); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
+		}
+	}
+	if err := m.checkAgainstPod(plain, &Security{PID: ModeTarget, TargetID: "cccc"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown target: got %v, want ErrNotFound", err)
 	}
 }

@@ -14,12 +14,14 @@ import (
 
 // UpdateResources changes a running or created container's cgroup limits
 // live, then records them in its spec and record.
-func (m *Manager) UpdateResources(_ context.Context, id string, r Resources) error {
+func (m *Manager) UpdateResources(ctx context.Context, id string, r Resources) error {
 	c, err := m.store.get(id)
 	if err != nil {
 		return err
 	}
-	c.op.Lock()
+	if err := c.op.Acquire(ctx); err != nil {
+		return fmt.Errorf("update container %s: %w", c.ID(), err)
+	}
 	defer c.op.Unlock()
 	if st := m.refresh(c); c.removed || (st.State != StateRunning && st.State != StateCreated) {
 		return fmt.Errorf("%w: container %s is %s", ErrFailedPrecondition, id, st.State)

@@ -21,6 +21,7 @@ import (
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/events"
+	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/network"
 	"github.com/minicri/minicri/sandbox"
 	"github.com/minicri/minicri/server"
@@ -45,12 +46,17 @@ func Run(cfg config.Config) error {
 	if _, err := os.Stat(pause); err != nil {
 		return fmt.Errorf("pause program: %w", err)
 	}
-	for _, d := range []string{cfg.Root, cfg.State} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
-		}
+	// Root holds writable layers, unpacked layers and records: root only.
+	// State holds rootfs mounts, which the init of a container in a pod
+	// user namespace walks to as an unprivileged host user: searchable,
+	// with each container's own directory closed (see container.Manager).
+	if err := hostdir.Ensure(cfg.Root, hostdir.Private); err != nil {
+		return err
 	}
-	warnUntraversable(log, cfg.Root, cfg.State)
+	if err := hostdir.Ensure(cfg.State, hostdir.Traversable); err != nil {
+		return err
+	}
+	warnUntraversable(log, cfg.State)
 	net, err := network.NewManager(network.Config{
 		ConfDir:        cfg.Network.ConfDir,
 		BinDirs:        cfg.Network.BinDirs,

@@ -30,6 +30,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/hostdir"
 )
 
 // ErrNotFound is returned (wrapped, with the reference) for images that are
@@ -195,6 +196,12 @@ func New(cfg Config) (*Store, error) {
 		s.pinned[n] = true
 	}
 	if err := os.RemoveAll(s.tmpDir); err != nil {
+		return nil, err
+	}
+	// Unpacked layers hold the images' setuid files, device nodes and file
+	// capabilities: only root may enter the store (set again on every
+	// start, whatever mode an older minicri left).
+	if err := hostdir.Ensure(root, hostdir.Private); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{s.blobDir, s.tmpDir, s.layDir, s.imgDir} {

@@ -21,7 +21,10 @@ func (m *Manager) Setup(ctx context.Context, pod Pod) (Result, error) {
 	if pod.ID == "" || pod.NetNSPath == "" {
 		return Result{}, fmt.Errorf("setup network: pod ID and netns path are required: %w", ErrInvalidPod)
 	}
-	unlock := m.locks.lock(pod.ID)
+	unlock, err := m.locks.lock(ctx, pod.ID)
+	if err != nil {
+		return Result{}, err
+	}
 	defer unlock()
 	log := logger().With("pod", pod.ID, "name", pod.Namespace+"/"+pod.Name)
 	start := time.Now()

@@ -17,7 +17,10 @@ func (m *Manager) Teardown(ctx context.Context, pod Pod) error {
 	if pod.ID == "" {
 		return fmt.Errorf("teardown network: pod ID is required: %w", ErrInvalidPod)
 	}
-	unlock := m.locks.lock(pod.ID)
+	unlock, err := m.locks.lock(ctx, pod.ID)
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	log := logger().With("pod", pod.ID, "name", pod.Namespace+"/"+pod.Name)
 	start := time.Now()

@@ -77,7 +77,9 @@ type Config struct {
 	RuntimeHandler string                `json:"runtime_handler,omitempty"`
 }
 
-// key identifies the pod for duplicate-request detection.
+// key identifies the pod for duplicate-request detection. Each field is
+// quoted, so that no two metadata share a key (joined plainly, namespace
+// "a/b" with name "c" and namespace "a" with name "b/c" would).
 func (m Metadata) key() string {
-	return m.Namespace + "/" + m.Name + "/" + m.UID + "/" + strconv.FormatUint(uint64(m.Attempt), 10)
+	return strconv.Quote(m.Namespace) + "/" + strconv.Quote(m.Name) + "/" + strconv.Quote(m.UID) + "/" + strconv.FormatUint(uint64(m.Attempt), 10)
 }

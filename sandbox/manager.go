@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/minicri/minicri/internal/events"
+	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/idindex"
 	"github.com/minicri/minicri/internal/mounts"
 	"github.com/minicri/minicri/network"
@@ -61,10 +62,20 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		opts.Events = events.NewBroker()
 	}
 	m := &Manager{opts: opts, log: opts.Log, store: newStore(), inflight: newInflight()}
-	for _, d := range []string{m.recordsDir(), m.stateDir(), m.netnsDir()} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
-			return nil, fmt.Errorf("create %s: %w", d, err)
+	// A pod's directories hold the files its containers bind and may write
+	// (hosts, resolv.conf, the /dev/shm tmpfs): only root may enter them.
+	// Containers of a pod with its own user namespace get these bind
+	// sources from libcontainer as descriptors, not by path.
+	for _, d := range []string{m.recordsDir(), m.stateDir()} {
+		if err := hostdir.Ensure(d, hostdir.Private); err != nil {
+			return nil, err
 		}
+		if err := hostdir.Tighten(d, hostdir.Private); err != nil {
+			return nil, fmt.Errorf("close pod directories: %w", err)
+		}
+	}
+	if err := os.MkdirAll(m.netnsDir(), 0o711); err != nil {
+		return nil, fmt.Errorf("create %s: %w", m.netnsDir(), err)
 	}
 	if err := m.recover(ctx); err != nil {
 		return nil, fmt.Errorf("recover sandboxes: %w", err)

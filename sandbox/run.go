@@ -11,6 +11,7 @@ import (
 
 	"github.com/minicri/minicri/internal/atomicfile"
 	"github.com/minicri/minicri/internal/events"
+	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/idindex"
 	"github.com/minicri/minicri/internal/idmap"
 	"github.com/minicri/minicri/internal/proc"
@@ -120,7 +121,7 @@ func (m *Manager) shmPath(id string) string   { return path.Join(m.podStateDir(i
 
 func (c *creation) recordIntent(context.Context) error {
 	for _, d := range []string{c.m.podRootDir(c.rec.ID), c.m.podStateDir(c.rec.ID)} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
+		if err := os.MkdirAll(d, hostdir.Private); err != nil {
 			return err
 		}
 	}
@@ -224,7 +225,7 @@ func (r Record) monitorSpec(m *Manager) monitor.Spec {
 	ns := r.Config.Namespaces
 	sysctls := make([]string, 0, len(r.Config.Sysctls))
 	for k, v := range r.Config.Sysctls {
-		sysctls = append(sysctls, k+"="+v)
+		sysctls = append(sysctls, sysctlPath(k)+"="+v) // the pause writes /proc/sys/<path>
 	}
 	sort.Strings(sysctls)
 	netns, userns := r.NetNSPath, (*idmap.Mappings)(nil)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/minicri/minicri/internal/oplock"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/published"
 )
@@ -13,15 +14,15 @@ type Sandbox struct {
 	rec    Record // immutable after creation; its Status is the initial one
 	status *published.Value[Status]
 
-	op      sync.Mutex // serialises Stop and Remove
-	removed bool       // set under op once Remove finished
+	op      *oplock.Lock // serialises Stop and Remove
+	removed bool         // set under op once Remove finished
 
 	procMu sync.Mutex
 	procs  []*proc.Handle // the pause and the monitor; empty once stopped or lost
 }
 
 func newSandbox(rec Record, recordPath string) *Sandbox {
-	sb := &Sandbox{rec: rec}
+	sb := &Sandbox{rec: rec, op: oplock.New()}
 	sb.status = published.New(rec.Status, recordPath, func(st Status) any {
 		r := sb.rec
 		r.Status = st

@@ -19,12 +19,13 @@ const stopGrace = 10 * time.Second
 // Stop stops the pod's processes, tears its network down and releases its
 // namespaces and shm. It is idempotent; an unknown ID is not an error.
 func (m *Manager) Stop(ctx context.Context, id string) error {
-	return m.withSandbox(id, func(sb *Sandbox) error { return m.stopLocked(ctx, sb) })
+	return m.withSandbox(ctx, id, func(sb *Sandbox) error { return m.stopLocked(ctx, sb) })
 }
 
 // withSandbox runs fn with the sandbox's operation lock held; an unknown ID
-// is not an error (Stop and Remove are idempotent).
-func (m *Manager) withSandbox(id string, fn func(*Sandbox) error) error {
+// is not an error (Stop and Remove are idempotent). Waiting for the lock
+// ends with ctx.
+func (m *Manager) withSandbox(ctx context.Context, id string, fn func(*Sandbox) error) error {
 	sb, err := m.store.get(id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -32,7 +33,9 @@ func (m *Manager) withSandbox(id string, fn func(*Sandbox) error) error {
 	if err != nil {
 		return err
 	}
-	sb.op.Lock()
+	if err := sb.op.Acquire(ctx); err != nil {
+		return fmt.Errorf("sandbox %s: %w", sb.ID(), err)
+	}
 	defer sb.op.Unlock()
 	return fn(sb)
 }
@@ -99,7 +102,7 @@ func (m *Manager) releaseResources(ctx context.Context, rec Record) error {
 // Remove stops the sandbox if needed and deletes everything it had. It is
 // idempotent; an unknown ID is not an error.
 func (m *Manager) Remove(ctx context.Context, id string) error {
-	return m.withSandbox(id, func(sb *Sandbox) error { return m.removeLocked(ctx, sb) })
+	return m.withSandbox(ctx, id, func(sb *Sandbox) error { return m.removeLocked(ctx, sb) })
 }
 
 func (m *Manager) removeLocked(ctx context.Context, sb *Sandbox) error {

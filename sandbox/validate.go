@@ -2,7 +2,8 @@ package sandbox
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/minicri/minicri/internal/idmap"
 )
 
 // validate checks a config before anything is created.
@@ -23,63 +24,24 @@ func validate(cfg *Config) error {
 	if ns.IPC != ModePod && ns.IPC != ModeNode {
 		return fmt.Errorf("%w: IPC namespace mode %d is not supported for a pod", ErrInvalid, ns.IPC)
 	}
+	if ns.PID == ModeTarget {
+		return fmt.Errorf("%w: PID namespace mode TARGET is for containers, not pods", ErrInvalid)
+	}
 	if err := checkUserNS(ns); err != nil {
 		return err
+	}
+	if cfg.Privileged && ns.OwnUserNS() {
+		return fmt.Errorf("%w: a privileged pod cannot have its own user namespace", ErrInvalid)
 	}
 	normalized := make(map[string]string, len(cfg.Sysctls))
 	for k, v := range cfg.Sysctls {
 		name := normalizeSysctl(k)
-		if err := checkSysctl(name, ns); err != nil {
+		if err := checkSysctl(name, v, ns); err != nil {
 			return err
 		}
 		normalized[name] = v
 	}
 	cfg.Sysctls = normalized
-	return nil
-}
-
-// normalizeSysctl turns the slash form (net/ipv4/ip_forward) into the dotted
-// form; when the first separator is a slash, dots in the name are swapped for
-// slashes, as Kubernetes does (net/ipv4/conf/eno2.100/rp_filter).
-func normalizeSysctl(name string) string {
-	i := strings.IndexAny(name, "./")
-	if i < 0 || name[i] == '.' {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, name)
-}
-
-var ipcSysctls = []string{"kernel.shmmax", "kernel.shmmni", "kernel.shmall", "kernel.shm_rmid_forced", "kernel.msgmax", "kernel.msgmni", "kernel.msgmnb", "kernel.sem"}
-
-// checkSysctl accepts only namespaced sysctls, in namespaces the pod owns.
-func checkSysctl(name string, ns Namespaces) error {
-	if strings.Contains(name, "..") || strings.ContainsAny(name, "= ") {
-		return fmt.Errorf("%w: bad sysctl name %q", ErrInvalid, name)
-	}
-	isIPC := strings.HasPrefix(name, "fs.mqueue.")
-	for _, s := range ipcSysctls {
-		isIPC = isIPC || name == s
-	}
-	switch {
-	case strings.HasPrefix(name, "net."):
-		if ns.Network == ModeNode {
-			return fmt.Errorf("%w: sysctl %q needs the pod's own network namespace, but the pod uses the host's", ErrInvalid, name)
-		}
-	case isIPC:
-		if ns.IPC == ModeNode {
-			return fmt.Errorf("%w: sysctl %q needs the pod's own IPC namespace, but the pod uses the host's", ErrInvalid, name)
-		}
-	default:
-		return fmt.Errorf("%w: sysctl %q is not namespaced", ErrInvalid, name)
-	}
 	return nil
 }
 
@@ -101,8 +63,8 @@ func checkUserNS(ns Namespaces) error {
 		if m[0].ContainerID != 0 {
 			return fmt.Errorf("%w: the %s mapping must map container ID 0", ErrInvalid, kind)
 		}
-		if m[0].Length == 0 {
-			return fmt.Errorf("%w: the %s mapping is empty", ErrInvalid, kind)
+		if err := idmap.Check(m); err != nil {
+			return fmt.Errorf("%w: %s mapping: %v", ErrInvalid, kind, err)
 		}
 	}
 	if ns.Network == ModeNode || ns.IPC == ModeNode || ns.PID == ModeNode {

@@ -88,6 +88,8 @@ func securityFromCRI(s *runtimeapi.LinuxContainerSecurityContext) container.Secu
 		Privileged:               s.GetPrivileged(),
 		PID:                      container.NamespaceMode(s.GetNamespaceOptions().GetPid()),
 		TargetID:                 s.GetNamespaceOptions().GetTargetId(),
+		Network:                  container.NamespaceMode(s.GetNamespaceOptions().GetNetwork()),
+		IPC:                      container.NamespaceMode(s.GetNamespaceOptions().GetIpc()),
 		RunAsUsername:            s.GetRunAsUsername(),
 		ReadonlyRootfs:           s.GetReadonlyRootfs(),
 		SupplementalGroups:       s.GetSupplementalGroups(),

@@ -134,27 +134,30 @@ func (s *Server) Stop() error {
 // GetExec returns the URL of an exec session.
 func (s *Server) GetExec(req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
 	resp, err := s.lib.GetExec(req)
-	if err == nil {
-		s.reqs.put(resp.Url, req)
+	if err != nil {
+		return nil, err
 	}
+	resp.Url, err = s.reqs.put(resp.Url, req)
 	return resp, err
 }
 
 // GetAttach returns the URL of an attach session.
 func (s *Server) GetAttach(req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
 	resp, err := s.lib.GetAttach(req)
-	if err == nil {
-		s.reqs.put(resp.Url, req)
+	if err != nil {
+		return nil, err
 	}
+	resp.Url, err = s.reqs.put(resp.Url, req)
 	return resp, err
 }
 
 // GetPortForward returns the URL of a port-forward session.
 func (s *Server) GetPortForward(req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
 	resp, err := s.lib.GetPortForward(req)
-	if err == nil {
-		s.reqs.put(resp.Url, req)
+	if err != nil {
+		return nil, err
 	}
+	resp.Url, err = s.reqs.put(resp.Url, req)
 	return resp, err
 }
 

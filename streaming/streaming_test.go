@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +17,22 @@ import (
 
 func TestRequestsAreTakenOnce(t *testing.T) {
 	r := &requests{m: map[string]pending{}}
-	r.put("http://127.0.0.1:1/exec/tok1", "a")
-	if v, ok := r.take("tok1"); !ok || v != "a" {
-		t.Fatalf("take: %v %v", v, ok)
+	u, err := r.put("http://127.0.0.1:1/exec/tok1", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := path.Base(u)
+	if token == "tok1" || !strings.HasPrefix(u, "http://127.0.0.1:1/exec/") {
+		t.Fatalf("the client's URL %s must carry a token of ours, not the library's", u)
+	}
+	if p, ok := r.take(token); !ok || p.req != "a" || p.libPath != "/exec/tok1" {
+		t.Fatalf("take: %+v %v", p, ok)
+	}
+	if _, ok := r.take(token); ok {
+		t.Fatal("a token must be usable once")
 	}
 	if _, ok := r.take("tok1"); ok {
-		t.Fatal("a token must be usable once")
+		t.Fatal("the library's token must not be usable")
 	}
 	r.m["old"] = pending{req: "b", expires: time.Now().Add(-time.Second)}
 	if _, ok := r.take("old"); ok {

@@ -3,12 +3,15 @@ package streaming
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -36,6 +39,10 @@ const (
 )
 
 // requests remembers the requests behind the URLs handed out, by token.
+// Every URL carries a token of ours, never the library's: a session is
+// served only after its token is taken here, once, whatever the protocol.
+// The library's own token (in libPath) stays private, so a client cannot
+// use a URL once over v5 (served here) and again through the library.
 type requests struct {
 	mu sync.Mutex
 	m  map[string]pending
@@ -43,10 +50,22 @@ type requests struct {
 
 type pending struct {
 	req     any
+	libPath string // the library's URL path for this session
 	expires time.Time
 }
 
-func (r *requests) put(url string, req any) {
+// put remembers req, handed out by the library at libURL, and returns the
+// URL to give the client instead.
+func (r *requests) put(libURL string, req any) (string, error) {
+	u, err := url.Parse(libURL)
+	if err != nil {
+		return "", fmt.Errorf("streaming server: session URL: %w", err)
+	}
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("streaming server: session token: %w", err)
+	}
+	token := base64.RawURLEncoding.EncodeToString(b)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -55,28 +74,39 @@ func (r *requests) put(url string, req any) {
 			delete(r.m, k)
 		}
 	}
-	r.m[path.Base(url)] = pending{req: req, expires: now.Add(tokenTTL)}
+	r.m[token] = pending{req: req, libPath: u.Path, expires: now.Add(tokenTTL)}
+	u.Path, u.RawPath = path.Join(path.Dir(u.Path), token), ""
+	return u.String(), nil
 }
 
-func (r *requests) take(token string) (any, bool) {
+// take returns the session of token and forgets it.
+func (r *requests) take(token string) (pending, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.m[token]
 	delete(r.m, token)
-	return p.req, ok && time.Now().Before(p.expires)
+	return p, ok && time.Now().Before(p.expires)
 }
 
-// ServeHTTP routes a session request.
+// ServeHTTP routes a session request: v5 exec and attach are served here,
+// the rest by the library under its own token.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req, ok := s.reqs.take(path.Base(r.URL.Path))
-	switch {
-	case ok && wsstream.IsWebSocketRequestWithStreamCloseProtocol(r):
-		s.serveV5(w, r, req)
-	case ok && wsstream.IsWebSocketRequestWithTunnelingProtocol(r):
-		s.serveTunneled(w, r)
-	default:
-		s.lib.ServeHTTP(w, r)
+	p, ok := s.reqs.take(path.Base(r.URL.Path))
+	if !ok {
+		http.NotFound(w, r)
+		return
 	}
+	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
+		s.serveV5(w, r, p.req)
+		return
+	}
+	lr := r.Clone(r.Context())
+	lr.URL.Path, lr.URL.RawPath = p.libPath, ""
+	if wsstream.IsWebSocketRequestWithTunnelingProtocol(r) {
+		s.serveTunneled(w, lr)
+		return
+	}
+	s.lib.ServeHTTP(w, lr)
 }
 
 // serveV5 serves an exec or attach over the v5 WebSocket protocol.

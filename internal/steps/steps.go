@@ -1,6 +1,7 @@
 // Package steps runs an RPC as a short list of named steps with an explicit
-// undo stack: when a step fails, the undo functions of the steps that
-// completed run in reverse order, so nothing is left behind.
+// undo stack: when a step fails, its own undo and then the undo functions of
+// the steps that completed run in reverse order, so nothing is left behind,
+// not even the half-done work of the step that failed.
 package steps
 
 import (
@@ -11,8 +12,11 @@ import (
 	"time"
 )
 
-// Step is one named piece of work. Undo, when set, reverts Do; it must be
-// idempotent because crash recovery may run it again.
+// Step is one named piece of work. Undo, when set, reverts Do. It runs for
+// a step whose Do failed too, so it must revert whatever part of Do took
+// effect, and be a no-op for what did not; it must also be idempotent
+// because crash recovery may run it again. (A Do never needs to clean up
+// after itself: that is what Undo is for.)
 type Step struct {
 	Name string
 	Do   func(ctx context.Context) error
@@ -29,8 +33,9 @@ type Timing struct {
 // from the caller's (a cancelled request must still be cleaned up).
 var UndoTimeout = 2 * time.Minute
 
-// Run executes the steps in order. On the first failure it rolls back and
-// returns the step's error wrapped with its name, joined with any undo errors.
+// Run executes the steps in order. On the first failure it undoes that step
+// and the ones before it, in reverse order, and returns the step's error
+// wrapped with its name, joined with any undo errors.
 func Run(ctx context.Context, log *slog.Logger, list []Step) ([]Timing, error) {
 	timings := make([]Timing, 0, len(list))
 	for i, s := range list {
@@ -39,7 +44,7 @@ func Run(ctx context.Context, log *slog.Logger, list []Step) ([]Timing, error) {
 		timings = append(timings, Timing{s.Name, time.Since(start)})
 		if err != nil {
 			err = fmt.Errorf("%s: %w", s.Name, err)
-			return timings, errors.Join(err, rollback(ctx, log, list[:i]))
+			return timings, errors.Join(err, rollback(ctx, log, list[:i+1]))
 		}
 	}
 	return timings, nil
@@ -62,9 +67,10 @@ func rollback(ctx context.Context, log *slog.Logger, done []Step) error {
 	return errors.Join(errs...)
 }
 
-// Parallel combines steps into one that runs their Do functions at once. If
-// any fails, the ones that succeeded are undone before it returns; its Undo
-// undoes them all.
+// Parallel combines steps into one that runs their Do functions at once and
+// fails if any fails. Its Undo undoes every part, in reverse order: as for
+// any step, Run calls it when the combined Do fails, so the parts that
+// succeeded and the half-done work of those that failed are both undone.
 func Parallel(name string, parts ...Step) Step {
 	return Step{
 		Name: name,
@@ -81,18 +87,12 @@ func Parallel(name string, parts ...Step) Step {
 				<-doneCh
 			}
 			var failed []error
-			var ok []Step
 			for i, err := range errs {
 				if err != nil {
 					failed = append(failed, fmt.Errorf("%s: %w", parts[i].Name, err))
-				} else {
-					ok = append(ok, parts[i])
 				}
 			}
-			if len(failed) == 0 {
-				return nil
-			}
-			return errors.Join(append(failed, rollback(ctx, slog.Default(), ok))...)
+			return errors.Join(failed...)
 		},
 		Undo: func(ctx context.Context) error {
 			var errs []error

@@ -1,0 +1,230 @@
+package integration
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// nonewprivs is a fixture image with a setuid-root program,
+// /usr/local/bin/nnp, in its top layer.
+const nonewprivs = "registry.k8s.io/e2e-test-images/nonewprivs:1.3"
+
+// nobodyStat runs stat(1) on path as the unprivileged host user nobody; it
+// returns stat's output and whether it succeeded.
+func nobodyStat(t *testing.T, path string) (string, bool) {
+	t.Helper()
+	cmd := exec.Command("stat", "-c", "%A %u", path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err == nil
+}
+
+// probe is a host path to a file a container or an image planted.
+type probe struct {
+	what, path string
+	setuid     bool // the file must be setuid for root (not a vacuous probe)
+}
+
+// assertUnreachable checks that each probe exists for root (so that the
+// check is not vacuous) and that nobody cannot even stat it.
+func assertUnreachable(t *testing.T, probes []probe) {
+	t.Helper()
+	for _, p := range probes {
+		st, err := os.Lstat(p.path)
+		if err != nil {
+			t.Errorf("%s: %s does not exist for root: %v", p.what, p.path, err)
+			continue
+		}
+		if p.setuid && st.Mode()&os.ModeSetuid == 0 {
+			t.Errorf("%s: %s is not setuid (%v)", p.what, p.path, st.Mode())
+		}
+		if out, ok := nobodyStat(t, p.path); ok || !strings.Contains(out, "Permission denied") {
+			t.Errorf("%s: user nobody reaches %s: %s", p.what, p.path, out)
+		}
+	}
+}
+
+// overlayUpper is the upperdir of the overlay mounted at target, from
+// /proc/self/mountinfo (what any host user can read).
+func overlayUpper(t *testing.T, target string) string {
+	t.Helper()
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	s.Buffer(nil, 1<<20)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 5 || fields[4] != target {
+			continue
+		}
+		for _, o := range strings.Split(fields[len(fields)-1], ",") {
+			if up, ok := strings.CutPrefix(o, "upperdir="); ok {
+				return up
+			}
+		}
+	}
+	t.Fatalf("no overlay with an upperdir at %s in mountinfo", target)
+	return ""
+}
+
+// TestHostUsersCannotReachContainerFiles is the attack of containerd's
+// CVE-2021-41103: a container (default capabilities) plants a setuid-root
+// copy of busybox and a world-writable device node in its writable layer,
+// turns the pod's /etc/hosts (bound from the host) into a setuid-root
+// busybox and leaves a file in its /dev/shm; an image brings a setuid-root
+// program, also as an image volume. A local user (nobody) looks for them
+// through every host path it can learn (mountinfo names the upperdir and
+// every mount point): none may be reachable.
+func TestHostUsersCannotReachContainerFiles(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	podID, podInf, id, probes := i.plant(t)
+	assertUnreachable(t, probes)
+	// The container itself is unaffected: its setuid file is still setuid
+	// inside (no nosuid mount flag leaked into it).
+	if out, code := i.exec(t, id, "stat", "-c", "%A", "/suid", "/nnp/usr/local/bin/nnp"); code != 0 || out != "-rwsr-xr-x\n-rwsr-xr-x\n" {
+		t.Fatalf("inside: %q (exit %d)", out, code)
+	}
+	if l := i.mountLine(t, id, "/"); strings.Contains(strings.Fields(l)[5], "nosuid") {
+		t.Fatalf("the container's rootfs is nosuid: %s", l)
+	}
+	i.stopRemove(t, podID)
+	i.assertCtrGone(t, id)
+	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
+}
+
+// plant runs the planting container of TestHostUsersCannotReachContainerFiles
+// and returns the host paths to what it planted.
+func (i *instance) plant(t *testing.T) (string, podInfo, string, []probe) {
+	t.Helper()
+	i.pull(t, busybox)
+	i.pull(t, nonewprivs)
+	podID, pod := i.podWithLogs(t, "hostfs")
+	_, podInf := i.status(t, podID)
+	cfg := ctrConfig("planter", `set -e
+cp /bin/busybox /suid; chmod 4755 /suid
+mknod /node c 1 3; chmod 666 /node
+cat /bin/busybox > /etc/hosts; chmod 4755 /etc/hosts
+echo secret > /dev/shm/secret; chmod 644 /dev/shm/secret
+echo planted; sleep 1000`)
+	cfg.Mounts = []*runtimeapi.Mount{imageMount("/nnp", nonewprivs, "")}
+	id := i.run(t, podID, pod, cfg)
+	waitLog(t, i.ctrStatus(t, id).LogPath, "planted", 10*time.Second)
+
+	rootfs := filepath.Join(i.dir, "state", "containers", id, "rootfs")
+	upper := overlayUpper(t, rootfs)
+	probes := []probe{
+		{"setuid copy through the rootfs mount", filepath.Join(rootfs, "suid"), true},
+		{"setuid copy in the writable layer", filepath.Join(upper, "suid"), true},
+		{"device node through the rootfs mount", filepath.Join(rootfs, "node"), false},
+		{"device node in the writable layer", filepath.Join(upper, "node"), false},
+		{"setuid pod hosts file", filepath.Join(i.dir, "root", "sandboxes", podID, "hosts"), true},
+		{"file in the pod's /dev/shm", filepath.Join(podInf.Shm, "secret"), false},
+	}
+	for _, mp := range mountsUnder(filepath.Join(i.dir, "state", "containers", id)) {
+		if mp != rootfs {
+			probes = append(probes, probe{"setuid program in an image volume", filepath.Join(mp, "usr/local/bin/nnp"), true})
+		}
+	}
+	for _, l := range i.layerDirs(t) {
+		if p := filepath.Join(i.dir, "root", "images", "layers", l, "usr/local/bin/nnp"); exists(p) {
+			probes = append(probes, probe{"setuid program in an image layer", p, true})
+		}
+	}
+	if len(probes) != 8 {
+		t.Fatalf("test bug: %d probes (no image volume or layer found): %v", len(probes), probes)
+	}
+	return podID, podInf, id, probes
+}
+
+// TestRestartClosesWhatAnOlderMinicriLeftOpen reopens the directories as
+// an older minicri created them (0711) under a running container, then
+// restarts the daemon: it must close them again.
+func TestRestartClosesWhatAnOlderMinicriLeftOpen(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	podID, podInf, id, probes := i.plant(t)
+	i.kill9()
+	for _, d := range []string{"root", "root/containers", "root/containers/" + id, "state/containers/" + id,
+		"root/sandboxes", "root/sandboxes/" + podID, "state/sandboxes", "state/sandboxes/" + podID} {
+		if err := os.Chmod(filepath.Join(i.dir, d), 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, ok := nobodyStat(t, probes[0].path); !ok {
+		t.Fatalf("test bug: the old modes do not open %s: %s", probes[0].path, out)
+	}
+	i.start()
+	assertUnreachable(t, probes)
+	if st := i.ctrStatus(t, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("after the restart: %v", st.State)
+	}
+	i.stopRemove(t, podID)
+	i.assertCtrGone(t, id)
+	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
+}
+
+// TestHostUsersCannotReachUserNamespacedContainerFiles is the same attack
+// from a pod with its own user namespace, whose container init walks to its
+// rootfs as an unprivileged host user while it is created.
+func TestHostUsersCannotReachUserNamespacedContainerFiles(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	i.pull(t, nonewprivs)
+	pod := usernsPodConfig("hostfs-userns", runtimeapi.NamespaceMode_POD, mapping(0, usernsHostID, 65536))
+	pod.LogDirectory = filepath.Join(i.dir, "logs", "hostfs-userns")
+	podID := i.runPod(t, pod)
+	_, podInf := i.status(t, podID)
+	cfg := ctrConfig("planter", `set -e
+cp /bin/busybox /suid; chmod 4755 /suid
+echo secret > /dev/shm/secret; chmod 644 /dev/shm/secret
+echo planted; sleep 1000`)
+	cfg.Mounts = []*runtimeapi.Mount{imageMount("/nnp", nonewprivs, "")}
+	id := i.run(t, podID, pod, cfg)
+	waitLog(t, i.ctrStatus(t, id).LogPath, "planted", 10*time.Second)
+
+	rootfs := filepath.Join(i.dir, "state", "containers", id, "rootfs")
+	upper := overlayUpper(t, rootfs)
+	probes := []probe{
+		{"setuid copy through the rootfs mount", filepath.Join(rootfs, "suid"), true},
+		{"setuid copy in the writable layer", filepath.Join(upper, "suid"), true},
+		{"file in the pod's /dev/shm", filepath.Join(podInf.Shm, "secret"), false},
+		{"pod hosts file", filepath.Join(i.dir, "root", "sandboxes", podID, "hosts"), false},
+	}
+	for _, mp := range mountsUnder(filepath.Join(i.dir, "state", "containers", id)) {
+		if mp != rootfs {
+			probes = append(probes, probe{"mount point of an idmapped layer or image volume", filepath.Join(mp, "."), false})
+		}
+	}
+	assertUnreachable(t, probes)
+	if out, code := i.exec(t, id, "stat", "-c", "%A %u", "/suid", "/nnp/usr/local/bin/nnp"); code != 0 || out != "-rwsr-xr-x 0\n-rwsr-xr-x 0\n" {
+		t.Fatalf("inside: %q (exit %d)", out, code)
+	}
+	i.stopRemove(t, podID)
+	i.assertCtrGone(t, id)
+	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
+}
+
+// mountLine is the container's own mountinfo line for its mount point mp.
+func (i *instance) mountLine(t *testing.T, id, mp string) string {
+	t.Helper()
+	out, _ := i.exec(t, id, "cat", "/proc/self/mountinfo")
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 5 && f[4] == mp {
+			return l
+		}
+	}
+	t.Fatalf("no mount at %s in the container: %s", mp, out)
+	return ""
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
