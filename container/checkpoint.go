@@ -72,7 +72,9 @@ func (m *Manager) Checkpoint(ctx context.Context, id, location string, timeout t
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	c.op.Lock()
+	if err := c.op.Acquire(ctx); err != nil {
+		return fmt.Errorf("checkpoint container %s: %w", c.ID(), err)
+	}
 	unlock := true
 	defer func() {
 		if unlock {

@@ -16,7 +16,7 @@ func TestOperationsGiveUpOnABusyContainerAtTheirDeadline(t *testing.T) {
 	m := &Manager{store: newStore()}
 	c := newContainer(Record{ID: "busy", Status: Status{State: StateRunning}}, filepath.Join(t.TempDir(), "rec.json"))
 	m.store.add(c)
-	c.op.Lock() // the hung operation; never released
+	c.op.Acquire(context.Background()) // the hung operation; never released
 	ops := map[string]func(context.Context) error{
 		"Stop":            func(ctx context.Context) error { return m.Stop(ctx, "busy", time.Second) },
 		"Remove":          func(ctx context.Context) error { return m.Remove(ctx, "busy") },

@@ -16,7 +16,7 @@ func TestOperationsGiveUpOnABusySandboxAtTheirDeadline(t *testing.T) {
 	m := &Manager{store: newStore()}
 	sb := newSandbox(Record{ID: "busy", Status: Status{State: StateReady}}, filepath.Join(t.TempDir(), "rec.json"))
 	m.store.add(sb)
-	sb.op.Lock() // the hung operation; never released
+	sb.op.Acquire(context.Background()) // the hung operation; never released
 	ops := map[string]func(context.Context) error{
 		"Stop":   func(ctx context.Context) error { return m.Stop(ctx, "busy") },
 		"Remove": func(ctx context.Context) error { return m.Remove(ctx, "busy") },

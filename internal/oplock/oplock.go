@@ -26,9 +26,5 @@ func (l *Lock) Acquire(ctx context.Context) error {
 	return nil
 }
 
-// Lock takes the lock without a deadline. Only for callers that have none;
-// request handlers use Acquire.
-func (l *Lock) Lock() { _ = l.sem.Acquire(context.Background(), 1) }
-
 // Unlock releases the lock.
 func (l *Lock) Unlock() { l.sem.Release(1) }

@@ -27,10 +27,10 @@ func TestAcquireGivesUpAtTheDeadline(t *testing.T) {
 		t.Fatalf("acquire after unlock: %v", err)
 	}
 	done := make(chan struct{})
-	go func() { l.Lock(); close(done) }()
+	go func() { _ = l.Acquire(context.Background()); close(done) }()
 	select {
 	case <-done:
-		t.Fatal("Lock took a held lock")
+		t.Fatal("Acquire took a held lock")
 	case <-time.After(20 * time.Millisecond):
 	}
 	l.Unlock()
