@@ -2,7 +2,7 @@
 # everything that needs tools depends on `deps` (fast when already done).
 #
 #   make run          build, install what is missing, run minicri in the foreground
-#   make test         vet + unit + fuzz + integration + critest + e2e, stops at the first failure
+#   make test         vet + lint + unit + fuzz + integration + critest + e2e, stops at the first failure
 #   make lint         golangci-lint (.golangci.yml): govet staticcheck errcheck gosec ineffassign unused
 #   make fuzz         every Go fuzz target for FUZZTIME each (hack/fuzz.sh)
 #   make critest      critest v1.37.0 against a private minicri instance
@@ -113,6 +113,7 @@ endef
 
 test: deps
 	$(call phase,vet)
+	$(call phase,lint)
 	$(call phase,unit)
 	$(call phase,fuzz FUZZTIME=$(TEST_FUZZTIME))
 	$(call phase,integration)
