@@ -2,7 +2,9 @@
 # everything that needs tools depends on `deps` (fast when already done).
 #
 #   make run          build, install what is missing, run minicri in the foreground
-#   make test         vet + unit + integration + critest + e2e, stops at the first failure
+#   make test         vet + lint + unit + fuzz + integration + critest + e2e, stops at the first failure
+#   make lint         golangci-lint (.golangci.yml): govet staticcheck errcheck gosec ineffassign unused
+#   make fuzz         every Go fuzz target for FUZZTIME each (hack/fuzz.sh)
 #   make critest      critest v1.37.0 against a private minicri instance
 #   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
 #   make bench        minicri vs Debian containerd + runc: pod lifecycles, memory, image pull
@@ -24,6 +26,11 @@ UNIT_FLAGS        ?=
 INTEGRATION_FLAGS ?= -timeout 30m
 # Extra flags for bin/minicri in `make run`, e.g. ARGS="--log-level debug".
 ARGS    ?=
+# `make fuzz`: time per fuzz target, workers per target; `make test` fuzzes each
+# target for TEST_FUZZTIME.
+FUZZTIME      ?= 60s
+FUZZ_PARALLEL ?= 2
+TEST_FUZZTIME ?= 20s
 # Flags for the bench client, e.g. BENCH_ARGS="-n 50 -hostport".
 BENCH_ARGS ?= -n 20
 
@@ -31,7 +38,7 @@ CNI_VERSION       := v1.10.0
 CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
-.PHONY: all deps build run vet unit integration critest test bench clean FORCE
+.PHONY: all deps build run vet lint unit fuzz integration critest test bench clean FORCE
 .PHONY: e2e
 
 all: build
@@ -59,6 +66,10 @@ run: build
 vet: | deps
 	$(GO) vet -tags '$(GOTAGS)' ./...
 
+# golangci-lint (pinned in hack/deps.sh, built from the Go module proxy).
+lint: | deps
+	$(OUT)/tools/golangci-lint run ./...
+
 # Every package except ./test/... .
 unit: | deps
 	@pkgs=$$($(GO) list -tags '$(GOTAGS)' ./...); \
@@ -66,6 +77,11 @@ unit: | deps
 	if [ -z "$$pkgs" ]; then echo "unit: no packages to test"; exit 0; fi; \
 	echo "$(GO) test -tags '$(GOTAGS)' $(if $(RACE),-race) $(UNIT_FLAGS) <$$(echo $$pkgs | wc -w) packages>"; \
 	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' $(if $(RACE),-race) $(UNIT_FLAGS) $$pkgs
+
+# Every fuzz target (found with `go test -list '^Fuzz'`) for FUZZTIME each;
+# FUZZ=regexp picks targets. `make unit` runs their seed corpora.
+fuzz: | deps
+	FUZZTIME=$(FUZZTIME) FUZZ_PARALLEL=$(FUZZ_PARALLEL) GO=$(GO) GOTAGS='$(GOTAGS)' hack/fuzz.sh
 
 # Integration tests get the freshly built binaries in MINICRI_BIN / MINICRI_PAUSE.
 integration: build
@@ -97,7 +113,9 @@ endef
 
 test: deps
 	$(call phase,vet)
+	$(call phase,lint)
 	$(call phase,unit)
+	$(call phase,fuzz FUZZTIME=$(TEST_FUZZTIME))
 	$(call phase,integration)
 	$(call phase,critest)
 	$(call phase,e2e)

@@ -5,6 +5,7 @@
 #   apt packages   only the missing ones (dpkg status check)
 #   CNI plugins    bridge host-local portmap loopback $CNI_VERSION -> $CNI_BIN_DIR (version stamp)
 #   cri-tools      critest + crictl $CRI_TOOLS_VERSION -> $TOOLS_DIR (version stamp)
+#   golangci-lint  $GOLANGCI_LINT_VERSION -> $TOOLS_DIR (version stamp), for `make lint`
 #   criu           CRIU >= 4.1 for CheckpointContainer (version check + `criu check`).
 #                  Debian 12's criu 3.17 cannot run on kernels >= 6.13 (criu#2532), so
 #                  CRIU is built here from Debian 13's criu=$CRIU_DEB_VERSION source: a
@@ -19,6 +20,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CNI_VERSION=${CNI_VERSION:-v1.10.0}
 CRI_TOOLS_VERSION=${CRI_TOOLS_VERSION:-v1.37.0}
+GOLANGCI_LINT_VERSION=${GOLANGCI_LINT_VERSION:-v2.15.0}
 CNI_BIN_DIR=${CNI_BIN_DIR:-/opt/cni/bin}
 TOOLS_DIR=${TOOLS_DIR:-$ROOT/_output/tools}
 CACHE_DIR=${MINICRI_TOOLS_CACHE:-/var/cache/minicri-tools}
@@ -190,6 +192,41 @@ deps_cri_tools() {
 	log "critest and crictl $CRI_TOOLS_VERSION in $TOOLS_DIR"
 }
 
+deps_golangci_lint() {
+	local stamp="$TOOLS_DIR/.golangci-lint" want="golangci-lint-$GOLANGCI_LINT_VERSION"
+	if stamp_is "$stamp" "$want" && all_present "$TOOLS_DIR" golangci-lint; then
+		return 0
+	fi
+	if cache_ok "$want" golangci-lint; then
+		log "golangci-lint $GOLANGCI_LINT_VERSION: copying from $CACHE_DIR/$want"
+		install_into "$TOOLS_DIR" "$CACHE_DIR/$want" golangci-lint
+	else
+		ensure_go
+		log "golangci-lint $GOLANGCI_LINT_VERSION: building from the Go module proxy"
+		local tmp src
+		tmp=$(mktemp -d /tmp/minicri-deps-golangci-lint.XXXXXX)
+		CLEANUP+=("$tmp")
+		# Built from the module's own go.mod/go.sum (the versions its release uses), with the
+		# Go that builds minicri, so it understands minicri's Go version.
+		src=$(cd "$tmp" && GOFLAGS='' "$GO" mod download -json "github.com/golangci/golangci-lint/v2@$GOLANGCI_LINT_VERSION" |
+			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		[ -d "$src" ] || die "go mod download github.com/golangci/golangci-lint/v2@$GOLANGCI_LINT_VERSION failed"
+		cp -r "$src" "$tmp/src"
+		chmod -R u+w "$tmp/src"
+		(
+			cd "$tmp/src"
+			export GOFLAGS="-mod=readonly -trimpath" CGO_ENABLED=0 GOWORK=off
+			"$GO" build -o "$tmp/out/golangci-lint" \
+				-ldflags "-s -w -X main.version=${GOLANGCI_LINT_VERSION#v} -X main.date=module-proxy" ./cmd/golangci-lint
+		)
+		all_present "$tmp/out" golangci-lint || die "golangci-lint build produced no binary"
+		cache_put "$want" "$tmp/out" golangci-lint
+		install_into "$TOOLS_DIR" "$tmp/out" golangci-lint
+	fi
+	echo "$want" >"$stamp"
+	log "golangci-lint $GOLANGCI_LINT_VERSION in $TOOLS_DIR"
+}
+
 # criu_version: the version `criu --version` reports ("4.1.1"), empty if there is no criu.
 criu_version() {
 	command -v criu >/dev/null 2>&1 || return 0
@@ -324,13 +361,14 @@ deps_criu() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(apt cni cri-tools criu)
+[ ${#steps[@]} -gt 0 ] || steps=(apt cni cri-tools golangci-lint criu)
 for s in "${steps[@]}"; do
 	case $s in
 	apt) deps_apt ;;
 	cni) deps_cni ;;
 	cri-tools) deps_cri_tools ;;
+	golangci-lint) deps_golangci_lint ;;
 	criu) deps_criu ;;
-	*) die "unknown step $s (apt, cni, cri-tools, criu)" ;;
+	*) die "unknown step $s (apt, cni, cri-tools, golangci-lint, criu)" ;;
 	esac
 done
