@@ -92,14 +92,24 @@ func (l *File) writeLine(stream string, partial bool, content []byte) error {
 // container never blocks on a full or missing log.
 func (l *File) Copy(stream string, r io.Reader, onErr func(error)) {
 	br := bufio.NewReaderSize(r, MaxLineSize)
+	partial := false // the last entry written was a P chunk
+	write := func(isPrefix bool, line []byte) {
+		partial = isPrefix
+		if werr := l.writeLine(stream, isPrefix, line); werr != nil && onErr != nil {
+			onErr(werr)
+		}
+	}
 	for {
 		line, isPrefix, err := br.ReadLine()
 		if len(line) > 0 || (err == nil && !isPrefix) {
-			if werr := l.writeLine(stream, isPrefix, line); werr != nil && onErr != nil {
-				onErr(werr)
-			}
+			write(isPrefix, line)
 		}
 		if err != nil {
+			if partial {
+				// Output ended on a chunk boundary without a newline: the line
+				// it was in still ends with an F entry.
+				write(false, nil)
+			}
 			if !errors.Is(err, io.EOF) && onErr != nil {
 				onErr(err)
 			}

@@ -112,8 +112,9 @@ func FuzzCopy(f *testing.F) {
 		// Repeating a small unit makes lines longer than MaxLineSize
 		// (up to ~640 KiB) without huge inputs.
 		output := bytes.Repeat(unit, int(repeat)%(40*MaxLineSize/max(len(unit), 1))+1)
-		path := filepath.Join(t.TempDir(), "0.log")
-		l, err := Open(path)
+		dir := t.TempDir()
+		path := filepath.Join(dir, "0.log")
+		l, err := Open(dir, "0.log")
 		if err != nil {
 			t.Fatal(err)
 		}
