@@ -12,7 +12,7 @@
  *   - it enters a mount namespace of its own whose only mount is an empty,
  *     read-only tmpfs (pivot_root, old root detached): /proc/<pause>/root
  *     shows nothing;
- *   - it closes every fd but 0-2 (the monitor's /dev/null) and fd 3;
+ *   - it closes every fd but fd 3, which it closes once it reported;
  *   - with -u it switches to that uid and gid (the pause image's 65535) and
  *     drops its supplementary groups;
  *   - it drops every capability (bounding, ambient, permitted, effective,
@@ -236,8 +236,12 @@ int main(int argc, char **argv)
 		}
 	}
 	int ready = fcntl(READY_FD, F_GETFD) >= 0;
-	/* An inherited fd would outlive the root switch: /proc/<pause>/fd/N. */
-	if (syscall(SYS_close_range, READY_FD + 1, ~0U, 0) < 0)
+	/*
+	 * An inherited fd would outlive the root switch (/proc/<pause>/fd/N
+	 * reopens it): keep none but the readiness fd, closed once used.
+	 */
+	if (syscall(SYS_close_range, 0, READY_FD - 1, 0) < 0 ||
+	    syscall(SYS_close_range, READY_FD + 1, ~0U, 0) < 0)
 		fail("close_range", "inherited fds");
 	isolate_root();
 	drop_privileges(id);

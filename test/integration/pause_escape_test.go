@@ -158,6 +158,9 @@ func (i *instance) assertPauseLockedIn(t *testing.T, id, marker string) {
 	if out, code := i.exec(t, id, "ls", "-a", "/proc/1/root/"); code != 0 || out != ".\n..\n" {
 		t.Errorf("/proc/1/root is not an empty root (exit %d):\n%s", code, out)
 	}
+	if out, code := i.exec(t, id, "ls", "/proc/1/fd/"); code != 0 || out != "" {
+		t.Errorf("the pause holds fds a container may reopen (exit %d):\n%s", code, out)
+	}
 	for _, p := range []string{"/proc/1/root" + marker, "/proc/1/root/etc/hostname", "/proc/1/cwd" + marker} {
 		if out, code := i.exec(t, id, "cat", p); code == 0 {
 			t.Errorf("read the host's %s through the pause: %q", p, out)
@@ -251,5 +254,22 @@ func TestPauseEscapeUserNamespace(t *testing.T) {
 	i.assertPauseReaps(t, id)
 	i.stopRemove(t, podID)
 	i.assertCtrGone(t, id)
-	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
+
+	// A user namespace that does not map 65535: the pause stays the pod's
+	// root, still without any capability.
+	short := usernsPodConfig("pause-short-userns", runtimeapi.NamespaceMode_POD, mapping(0, usernsHostID, 1000))
+	shortID := i.runPod(t, short)
+	_, shortInf := i.status(t, shortID)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", shortInf.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{fmt.Sprintf("Uid:\t%d\t%d\t%d\t%d\n", usernsHostID, usernsHostID, usernsHostID, usernsHostID),
+		"CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n", "NoNewPrivs:\t1\n", "Seccomp:\t2\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the pause of a pod that does not map 65535 lacks %q:\n%s", want, b)
+		}
+	}
+	i.stopRemove(t, shortID)
+	i.assertNothingLeft(t, map[string]podInfo{podID: podInf, shortID: shortInf})
 }
