@@ -21,8 +21,11 @@ import (
 // sandboxOOMScoreAdj is what Kubernetes gives pause processes.
 const sandboxOOMScoreAdj = -998
 
+// pauseID is the uid and gid the pause runs as, the pause image's user.
+const pauseID = 65535
+
 // startPause starts the pause in the namespaces p asks for and waits until it
-// has applied the sysctls and hostname.
+// has applied the sysctls and hostname and locked itself in (see pause.c).
 func startPause(p Pause, log *slog.Logger) (*exec.Cmd, error) {
 	var args []string
 	if p.NewUTS && p.Hostname != "" {
@@ -30,6 +33,10 @@ func startPause(p Pause, log *slog.Logger) (*exec.Cmd, error) {
 	}
 	for _, kv := range p.Sysctls {
 		args = append(args, "-s", kv)
+	}
+	if u := p.UserNS; u == nil || (mapped(u.UIDs, pauseID) && mapped(u.GIDs, pauseID)) {
+		// Otherwise it stays the pod's root, without any capability.
+		args = append(args, "-u", fmt.Sprint(pauseID))
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -132,6 +139,16 @@ func placePause(p Pause, pid int, log *slog.Logger) error {
 		log.Info("oom_score_adj clamped", "wanted", want, "set", got)
 	}
 	return nil
+}
+
+// mapped reports whether id (inside) is in one of the mappings.
+func mapped(m []idmap.Mapping, id uint32) bool {
+	for _, e := range m {
+		if id >= e.ContainerID && id-e.ContainerID < e.Length {
+			return true
+		}
+	}
+	return false
 }
 
 func sysMaps(m []idmap.Mapping) []syscall.SysProcIDMap {

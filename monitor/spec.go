@@ -19,7 +19,7 @@ type Spec struct {
 type Pause struct {
 	Path        string   `json:"path"`
 	Hostname    string   `json:"hostname,omitempty"` // set in a new UTS namespace
-	Sysctls     []string `json:"sysctls,omitempty"`  // key=value, applied inside the pod's namespaces
+	Sysctls     []string `json:"sysctls,omitempty"`  // path=value (path relative to /proc/sys), applied inside the pod's namespaces
 	NetNSPath   string   `json:"netns,omitempty"`    // empty: the host's network
 	NewIPC      bool     `json:"new_ipc"`
 	NewUTS      bool     `json:"new_uts"`
