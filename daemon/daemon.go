@@ -91,9 +91,10 @@ func Run(cfg config.Config) error {
 	}
 	hooks.m = containers
 	defer containers.Close()
-	// Recovered containers have pinned their images again: what no image
-	// and no container uses can go.
-	if err := images.GC(); err != nil {
+	// Recovered containers have pinned their images again (removed ones
+	// too, through their tombstones): what no image and no container uses
+	// can go.
+	if err := images.FinishRecovery(); err != nil {
 		log.Warn("image GC after recovery", "err", err)
 	}
 	stream, err := streaming.New(streaming.Config{
