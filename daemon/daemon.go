@@ -162,6 +162,8 @@ func newImageStore(cfg config.Config, log *slog.Logger) (*image.Store, error) {
 		Root:               filepath.Join(cfg.Root, "images"),
 		RegistryConfigPath: cfg.Registry.ConfigPath,
 		NoProgressTimeout:  timeout,
+		MaxLayerSize:       cfg.Registry.MaxLayerSize,
+		MaxLayerRatio:      cfg.Registry.MaxLayerRatio,
 		Logger:             log,
 	})
 	if err != nil {

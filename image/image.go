@@ -67,6 +67,14 @@ type Config struct {
 	ProgressInterval time.Duration
 	// Platform selects the manifest of an index; nil means the host's.
 	Platform *v1.Platform
+	// MaxLayerSize bounds what one layer may unpack to (bytes of its tar
+	// stream, sparse files expanded); 0 means DefaultMaxLayerSize,
+	// negative disables it.
+	MaxLayerSize int64
+	// MaxLayerRatio bounds what a layer may unpack to beyond 1 GiB, as a
+	// multiple of its compressed size (decompression bombs); 0 means
+	// DefaultMaxLayerRatio, negative disables it.
+	MaxLayerRatio int
 }
 
 // AuthConfig is the registry credential of a pull request (CRI AuthConfig).
@@ -145,6 +153,8 @@ type Store struct {
 	removed    map[string]*record
 	recovering bool
 
+	ratioAllowance int64 // see layerLimits
+
 	flights flightGroup
 
 	// FsInfo walks the store only when its content changed (generation).
@@ -183,6 +193,12 @@ func New(cfg Config) (*Store, error) {
 	if cfg.ProgressInterval <= 0 {
 		cfg.ProgressInterval = 10 * time.Second
 	}
+	if cfg.MaxLayerSize == 0 {
+		cfg.MaxLayerSize = DefaultMaxLayerSize
+	}
+	if cfg.MaxLayerRatio == 0 {
+		cfg.MaxLayerRatio = DefaultMaxLayerRatio
+	}
 	s := &Store{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -198,6 +214,8 @@ func New(cfg Config) (*Store, error) {
 		removed: map[string]*record{},
 
 		recovering: true,
+
+		ratioAllowance: ratioAllowance,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
