@@ -27,9 +27,9 @@ const (
 
 // layerLimits bound what one layer may unpack to.
 type layerLimits struct {
-	maxSize    int64           // bytes of tar stream, sparse files expanded; <= 0: none
-	ratio      int64           // <= 0: none
-	allowance  int64           // bytes allowed beyond ratio
+	maxSize   int64 // bytes of tar stream, sparse files expanded; <= 0: none
+	ratio     int64 // <= 0: none
+	allowance int64 // bytes allowed beyond ratio
 
 	compressed *countingReader // compressed bytes read so far
 }

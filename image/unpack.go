@@ -114,6 +114,7 @@ func unpackLimited(in io.Reader, dir string, lim layerLimits) error {
 	}
 	return nil
 }
+
 // commitLayerDir renames an unpacked temporary directory into place. If a
 // concurrent run put the layer there first, its copy stays.
 func (s *Store) commitLayerDir(tmp, dir string) error {
