@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,7 +50,17 @@ func FuzzUnpack(f *testing.F) {
 		}
 		s.ratioAllowance = 1 << 20
 		sum := sha256.Sum256(data)
-		dir, err := s.unpackLayer(context.Background(), bytes.NewReader(data), "sha256:"+hex.EncodeToString(sum[:]))
+		var dir string
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			dir, err = s.unpackLayer(context.Background(), bytes.NewReader(data), "sha256:"+hex.EncodeToString(sum[:]))
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("unpack hangs")
+		}
 		if err == nil {
 			defer os.RemoveAll(dir)
 		} else if ents, _ := os.ReadDir(s.layDir); len(ents) != 0 {
