@@ -159,6 +159,12 @@ func (t *rewriteTransport) guard(req *http.Request) (*http.Request, error) {
 	if t.sameHost(req.URL) {
 		return req, nil
 	}
+	return t.withDialCheck(req)
+}
+
+// withDialCheck makes the dials of req check the policy, unless req goes
+// through a proxy.
+func (t *rewriteTransport) withDialCheck(req *http.Request) (*http.Request, error) {
 	if t.base.Proxy != nil {
 		if p, err := t.base.Proxy(req); err != nil || p != nil {
 			return req, err

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -141,4 +142,50 @@ func TestRegistryErrorBodyIsSanitized(t *testing.T) {
 			t.Fatalf("error carries %q", r)
 		}
 	}
+}
+
+// A name that resolves to a refused address passes the literal check; the
+// dial itself is refused.
+func TestDialCheckRefusesLoopback(t *testing.T) {
+	vic := newVictim(t)
+	ep, err := loadEndpoints("", "192.0.2.99")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := ep[0].httpTransport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &rewriteTransport{registryHost: placeholderHost, ep: ep[0], base: base}
+	req, err := http.NewRequestWithContext(ctxT(t), http.MethodGet, "http://"+vic.ln.Addr().String()+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err = rt.withDialCheck(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := base.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	if !errors.Is(err, errRefusedAddress) {
+		t.Errorf("dial to loopback for a public registry: %v", err)
+	}
+	if n := vic.hits.Load(); n != 0 {
+		t.Errorf("loopback contacted %d times", n)
+	}
+	// The registry's own class is allowed: a loopback registry's realm
+	// may be on loopback.
+	ep, _ = loadEndpoints("", "127.0.0.1:1")
+	rt = &rewriteTransport{registryHost: placeholderHost, ep: ep[0], base: base}
+	req, _ = http.NewRequestWithContext(ctxT(t), http.MethodGet, "http://"+vic.ln.Addr().String()+"/", nil)
+	if req, err = rt.withDialCheck(req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = base.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("dial to loopback for a loopback registry: %v", err)
+	}
+	resp.Body.Close()
 }
