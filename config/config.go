@@ -47,6 +47,12 @@ type Network struct {
 type Registry struct {
 	ConfigPath        string `toml:"config_path"`
 	NoProgressTimeout string `toml:"no_progress_timeout"`
+	// MaxLayerSize bounds what one layer may unpack to, in bytes
+	// (0: the default, 32 GiB; negative: no limit).
+	MaxLayerSize int64 `toml:"max_layer_size"`
+	// MaxLayerRatio bounds what a layer may unpack to beyond 1 GiB, as a
+	// multiple of its compressed size (0: the default, 100; negative: none).
+	MaxLayerRatio int `toml:"max_layer_ratio"`
 }
 
 // Stream configures the streaming server (Exec, Attach, PortForward URLs).

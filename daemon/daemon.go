@@ -97,9 +97,10 @@ func Run(cfg config.Config) error {
 	}
 	hooks.m = containers
 	defer containers.Close()
-	// Recovered containers have pinned their images again: what no image
-	// and no container uses can go.
-	if err := images.GC(); err != nil {
+	// Recovered containers have pinned their images again (removed ones
+	// too, through their tombstones): what no image and no container uses
+	// can go.
+	if err := images.FinishRecovery(); err != nil {
 		log.Warn("image GC after recovery", "err", err)
 	}
 	stream, err := streaming.New(streaming.Config{
@@ -167,6 +168,8 @@ func newImageStore(cfg config.Config, log *slog.Logger) (*image.Store, error) {
 		Root:               filepath.Join(cfg.Root, "images"),
 		RegistryConfigPath: cfg.Registry.ConfigPath,
 		NoProgressTimeout:  timeout,
+		MaxLayerSize:       cfg.Registry.MaxLayerSize,
+		MaxLayerRatio:      cfg.Registry.MaxLayerRatio,
 		Logger:             log,
 	})
 	if err != nil {

@@ -68,6 +68,14 @@ type Config struct {
 	ProgressInterval time.Duration
 	// Platform selects the manifest of an index; nil means the host's.
 	Platform *v1.Platform
+	// MaxLayerSize bounds what one layer may unpack to (bytes of its tar
+	// stream, sparse files expanded); 0 means DefaultMaxLayerSize,
+	// negative disables it.
+	MaxLayerSize int64
+	// MaxLayerRatio bounds what a layer may unpack to beyond 1 GiB, as a
+	// multiple of its compressed size (decompression bombs); 0 means
+	// DefaultMaxLayerRatio, negative disables it.
+	MaxLayerRatio int
 }
 
 // AuthConfig is the registry credential of a pull request (CRI AuthConfig).
@@ -116,6 +124,11 @@ type record struct {
 	// Blobs are the digests of all blobs the image uses besides its layers:
 	// indexes, manifest, config.
 	Blobs []string `json:"blobs"`
+	// Removed marks a tombstone: the image was removed while containers
+	// used it. The record stays on disk, without names, so that the
+	// containers can pin its layers again after a restart (see Acquire);
+	// the last Release deletes it.
+	Removed bool `json:"removed,omitempty"`
 
 	config *v1.ConfigFile
 }
@@ -135,6 +148,13 @@ type Store struct {
 	leases  map[string]int     // image ID -> Acquire count
 	leased  map[string]*record // records of leased images, kept after Remove
 	pending map[string]int     // layer diff IDs and blob digests of pulls under way
+	// removed holds the tombstones found on disk by New: images removed
+	// while in use. Until FinishRecovery, Acquire finds them by ID (for
+	// the containers that a restart recovers) and GC keeps their layers.
+	removed    map[string]*record
+	recovering bool
+
+	ratioAllowance int64 // see layerLimits
 
 	flights flightGroup
 
@@ -153,7 +173,9 @@ type fsCache struct {
 // New opens (creating if needed) the store at cfg.Root. It removes what an
 // interrupted pull left behind: temporary blobs and half-unpacked layers.
 // It does not remove layers that no image uses (containers may still use
-// them after a restart); call GC once containers have re-acquired theirs.
+// them after a restart): the store starts in recovery, where containers
+// re-acquire their images (even removed ones, by ID); FinishRecovery ends it
+// and collects what no image and no container uses.
 func New(cfg Config) (*Store, error) {
 	if cfg.Root == "" {
 		return nil, errors.New("image: no root directory")
@@ -172,6 +194,12 @@ func New(cfg Config) (*Store, error) {
 	if cfg.ProgressInterval <= 0 {
 		cfg.ProgressInterval = 10 * time.Second
 	}
+	if cfg.MaxLayerSize == 0 {
+		cfg.MaxLayerSize = DefaultMaxLayerSize
+	}
+	if cfg.MaxLayerRatio == 0 {
+		cfg.MaxLayerRatio = DefaultMaxLayerRatio
+	}
 	s := &Store{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -184,6 +212,11 @@ func New(cfg Config) (*Store, error) {
 		leases:  map[string]int{},
 		leased:  map[string]*record{},
 		pending: map[string]int{},
+		removed: map[string]*record{},
+
+		recovering: true,
+
+		ratioAllowance: ratioAllowance,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -270,6 +303,10 @@ func (s *Store) load() error {
 			continue
 		}
 		r.config = cfg
+		if r.Removed {
+			s.removed[r.ID] = &r
+			continue
+		}
 		s.images[r.ID] = &r
 	}
 	return nil
@@ -446,23 +483,43 @@ func (s *Store) remove(ref string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Remove(s.recordPath(r.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	if err := atomicfile.SyncDir(s.imgDir); err != nil {
+	if s.leases[r.ID] > 0 {
+		// Containers use it: keep a tombstone, so that their leases
+		// survive a restart (the leases themselves live in memory).
+		tomb := *r
+		tomb.RepoTags, tomb.RepoDigests, tomb.Removed = nil, nil, true
+		if err := s.writeRecord(&tomb); err != nil {
+			return nil, err
+		}
+		s.leased[r.ID] = &tomb
+	} else if err := s.deleteRecord(r.ID); err != nil {
 		return nil, err
 	}
 	delete(s.images, r.ID)
 	return s.gcLocked()
 }
 
+// deleteRecord removes the record file of image id; s.mu held.
+func (s *Store) deleteRecord(id string) error {
+	if err := os.Remove(s.recordPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return atomicfile.SyncDir(s.imgDir)
+}
+
 // Acquire pins the layers of the image that ref names, for a container that
 // uses them: they stay on disk, even if the image is removed, until Release.
-// After a restart, containers must Acquire again (then call GC).
+// After a restart, containers must Acquire again, by image ID, before
+// FinishRecovery; until then an image removed while in use is found too.
 func (s *Store) Acquire(ref string) (Image, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.lookup(ref)
+	if errors.Is(err, ErrNotFound) && s.recovering {
+		if t := s.removed["sha256:"+strings.TrimPrefix(ref, "sha256:")]; t != nil {
+			r, err = t, nil
+		}
+	}
 	if err != nil {
 		return Image{}, err
 	}
@@ -490,7 +547,36 @@ func (s *Store) release(id string) ([]string, error) {
 	}
 	delete(s.leases, id)
 	delete(s.leased, id)
+	if s.images[id] == nil {
+		// Removed while in use: its tombstone goes with the last user.
+		if err := s.deleteRecord(id); err != nil {
+			return nil, err
+		}
+	}
 	return s.gcLocked()
+}
+
+// FinishRecovery ends the recovery that New starts: the containers of the
+// previous run have re-acquired their images. Tombstones of removed images
+// that none of them re-acquired are deleted, then GC collects the layers and
+// blobs that no image and no container uses.
+func (s *Store) FinishRecovery() error {
+	s.mu.Lock()
+	s.recovering = false
+	var errs []error
+	for id := range s.removed {
+		if s.leases[id] == 0 {
+			if err := s.deleteRecord(id); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	clear(s.removed)
+	trash, err := s.gcLocked()
+	s.mu.Unlock()
+	err = errors.Join(append(errs, err, purge(trash))...)
+	s.fsGen.Add(1)
+	return err
 }
 
 // GC removes the layers and blobs that no image, lease or pull under way uses.
@@ -535,6 +621,9 @@ func (s *Store) gcLocked() (trash []string, _ error) {
 		mark(r)
 	}
 	for _, r := range s.leased {
+		mark(r)
+	}
+	for _, r := range s.removed { // during recovery only
 		mark(r)
 	}
 	for k := range s.pending {
@@ -607,6 +696,7 @@ func (s *Store) commit(r *record, tag, repoDigest string) (Image, error) {
 		return Image{}, err
 	}
 	s.images[r.ID] = r
+	delete(s.removed, r.ID)
 	if s.leased[r.ID] != nil {
 		s.leased[r.ID] = r
 	}

@@ -81,7 +81,7 @@ func (s *Store) Pull(ctx context.Context, ref string, auth *AuthConfig) (Image, 
 		if cause := context.Cause(ctx); errors.Is(cause, ErrNoProgress) {
 			err = cause
 		}
-		return Image{}, fmt.Errorf("pull %s: %w", pr.String(), err)
+		return Image{}, sanitizedError(fmt.Errorf("pull %s: %w", pr.String(), err), 4*maxRemoteText)
 	}
 	s.log.Info("pulled image", "image", pr.String(), "id", img.ID,
 		"bytes", p.prog.bytes.Load(), "duration", time.Since(start).Round(time.Millisecond))
@@ -740,12 +740,11 @@ type hostError struct {
 func (e *hostError) Error() string { return e.msg }
 func (e *hostError) Unwrap() error { return e.err }
 
+// endpointError names the endpoint and sanitizes what the registry put in
+// the message (error bodies reach pod events).
 func endpointError(err error, ep endpoint) error {
 	msg := err.Error()
-	if !strings.Contains(msg, placeholderHost) {
-		return err
-	}
 	msg = strings.ReplaceAll(msg, "https://"+placeholderHost, ep.URL.Scheme+"://"+ep.URL.Host)
 	msg = strings.ReplaceAll(msg, placeholderHost, ep.URL.Host)
-	return &hostError{err: err, msg: msg}
+	return &hostError{err: err, msg: sanitizeRemote(msg, maxRemoteText)}
 }

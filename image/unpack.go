@@ -52,9 +52,10 @@ func decompress(r io.Reader) (io.ReadCloser, error) {
 // directory under the layers directory, in overlayfs form: whiteouts become
 // 0/0 character devices and opaque directories get trusted.overlay.opaque=y.
 // Entries that would escape the directory (../, absolute or escaping
-// symlinks and hardlinks) fail the unpack. It checks the uncompressed digest
-// against diffID and returns the directory, which the caller renames into
-// place.
+// symlinks and hardlinks) fail the unpack. A layer that unpacks to more than
+// the store's limits fails with ErrLayerTooLarge. It checks the uncompressed
+// digest against diffID and returns the directory, which the caller renames
+// into place; on error nothing is left.
 func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string) (dir string, err error) {
 	tmp, err := os.MkdirTemp(s.layDir, ".tmp-"+strings.TrimPrefix(diffID, "sha256:")[:12]+"-")
 	if err != nil {
@@ -68,18 +69,19 @@ func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string) (di
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", err
 	}
-	dr, err := decompress(&ctxReader{ctx: ctx, r: r})
+	compressed := &countingReader{r: &ctxReader{ctx: ctx, r: r}}
+	dr, err := decompress(compressed)
 	if err != nil {
 		return "", fmt.Errorf("decompress: %w", err)
 	}
 	defer dr.Close()
 	h := sha256.New()
 	tr := io.TeeReader(dr, h)
-	if err := archive.Unpack(tr, tmp, &archive.TarOptions{WhiteoutFormat: archive.OverlayWhiteoutFormat}); err != nil {
+	if err := unpackLimited(tr, tmp, s.layerLimits(compressed)); err != nil {
 		if cerr := contextErr(ctx); cerr != nil {
 			return "", cerr
 		}
-		return "", fmt.Errorf("unpack: %w", err)
+		return "", err
 	}
 	// The tar end marker and any padding count in the diff ID.
 	if _, err := io.Copy(io.Discard, tr); err != nil {
@@ -89,6 +91,28 @@ func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string) (di
 		return "", fmt.Errorf("layer diff ID mismatch: got %s, want %s", got, diffID)
 	}
 	return tmp, nil
+}
+
+// unpackLimited unpacks the tar stream in into dir through a filter that
+// enforces lim (see filterLayer).
+func unpackLimited(in io.Reader, dir string, lim layerLimits) error {
+	pr, pw := io.Pipe()
+	filterErr := make(chan error, 1)
+	go func() {
+		err := filterLayer(in, pw, lim)
+		_ = pw.CloseWithError(err)
+		filterErr <- err
+	}()
+	err := archive.Unpack(pr, dir, &archive.TarOptions{WhiteoutFormat: archive.OverlayWhiteoutFormat})
+	_ = pr.CloseWithError(io.ErrClosedPipe) // unblocks the filter if Unpack stopped early
+	ferr := <-filterErr
+	switch {
+	case ferr != nil && !errors.Is(ferr, io.ErrClosedPipe):
+		return ferr // the cause: a limit, or a tar or decompression error
+	case err != nil:
+		return fmt.Errorf("unpack: %w", err)
+	}
+	return nil
 }
 
 // commitLayerDir renames an unpacked temporary directory into place. If a

@@ -28,6 +28,7 @@ var codeOf = []struct {
 	{image.ErrNotFound, codes.NotFound},
 	{image.ErrInvalidReference, codes.InvalidArgument},
 	{image.ErrNoProgress, codes.DeadlineExceeded},
+	{image.ErrLayerTooLarge, codes.ResourceExhausted},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 	{context.Canceled, codes.Canceled},
 }
