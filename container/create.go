@@ -105,7 +105,7 @@ func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config
 }
 
 func (c *creation) acquireImage(context.Context) error {
-	img, err := c.m.opts.Images.Acquire(c.rec.Config.Image)
+	img, err := c.m.opts.Images.Acquire(c.rec.Config.Image, c.rec.ID)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (c *creation) releaseImage(context.Context) error {
 	if c.img.ID == "" {
 		return nil // never acquired (or already released)
 	}
-	if err := c.m.opts.Images.Release(c.img.ID); err != nil {
+	if err := c.m.opts.Images.Release(c.rec.ID); err != nil {
 		return err
 	}
 	c.img.ID = ""
@@ -135,13 +135,13 @@ func (c *creation) releaseImage(context.Context) error {
 }
 
 func (c *creation) acquireImageVolumes(ctx context.Context) error {
-	ims, err := acquireImageVolumes(c.m.opts.Images, c.rec.Config.Mounts, c.m.imageVolumesDir(c.rec.ID), c.usernsPath())
+	ims, err := acquireImageVolumes(c.m.opts.Images, imageVolumesHolder(c.rec.ID), c.rec.Config.Mounts, c.m.imageVolumesDir(c.rec.ID), c.usernsPath())
 	c.rec.ImageMounts = ims // on error too: what was pinned and mounted, for the undo
 	return err
 }
 
 func (c *creation) releaseImageVolumes(context.Context) error {
-	if err := releaseImageVolumes(c.m.opts.Images, c.rec.ImageMounts, c.m.imageVolumesDir(c.rec.ID)); err != nil {
+	if err := releaseImageVolumes(c.m.opts.Images, imageVolumesHolder(c.rec.ID), c.m.imageVolumesDir(c.rec.ID)); err != nil {
 		return err
 	}
 	c.rec.ImageMounts = nil

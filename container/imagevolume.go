@@ -22,12 +22,15 @@ import (
 type ImageMount struct {
 	ContainerPath string `json:"container_path"`
 	Image         string `json:"image"`    // the reference as requested
-	ImageID       string `json:"image_id"` // pinned with Images.Acquire
+	ImageID       string `json:"image_id"` // pinned by imageVolumesHolder
 	SubPath       string `json:"sub_path,omitempty"`
 	// Source is what is bound into the container: the overlay, or the
 	// sub path resolved inside it.
 	Source string `json:"source"`
 }
+
+// imageVolumesHolder is who holds the leases of a container's image volumes.
+func imageVolumesHolder(id string) string { return id + "/imagevols" }
 
 // imageVolumesDir holds one overlay mount point per image volume.
 func (m *Manager) imageVolumesDir(id string) string {
@@ -57,13 +60,13 @@ func validateImageMount(mt *Mount) error {
 }
 
 // acquireImageVolumes pins the image of each image mount and mounts its
-// layers read-only under dir (dir/<n>). On error it also returns what it
-// pinned so far, for releaseImageVolumes.
+// layers read-only under dir (dir/<n>); holder holds the pins. On error it
+// also returns what it mounted so far.
 //
 // With a pod user namespace (usernsPath set), each layer is seen through an
 // idmapped mount first, as for the rootfs, so the image's root-owned files
 // show as the pod's root.
-func acquireImageVolumes(images Images, cri []Mount, dir, usernsPath string) ([]ImageMount, error) {
+func acquireImageVolumes(images Images, holder string, cri []Mount, dir, usernsPath string) ([]ImageMount, error) {
 	for i := range cri {
 		if cri[i].Image != "" {
 			if err := validateImageMount(&cri[i]); err != nil {
@@ -81,7 +84,7 @@ func acquireImageVolumes(images Images, cri []Mount, dir, usernsPath string) ([]
 		if err := os.Mkdir(dir, hostdir.Private); err != nil && !errors.Is(err, os.ErrExist) {
 			return out, fmt.Errorf("create image volumes dir: %w", err)
 		}
-		img, err := images.Acquire(mt.Image)
+		img, err := images.Acquire(mt.Image, holder)
 		if err != nil {
 			return out, fmt.Errorf("image volume at %q: %w", mt.ContainerPath, err)
 		}
@@ -170,8 +173,8 @@ func resolveSubPath(root, sub string) (string, error) {
 }
 
 // releaseImageVolumes unmounts the image volumes under dir, removes dir,
-// then drops their pins.
-func releaseImageVolumes(images Images, ims []ImageMount, dir string) error {
+// then drops the pins of holder.
+func releaseImageVolumes(images Images, holder, dir string) error {
 	if err := unmountImageVolumes(dir); err != nil {
 		// A volume still mounted keeps using its layers: keep the pins.
 		return err
@@ -179,13 +182,10 @@ func releaseImageVolumes(images Images, ims []ImageMount, dir string) error {
 	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove image volumes dir: %w", err)
 	}
-	var errs []error
-	for _, im := range ims {
-		if err := images.Release(im.ImageID); err != nil {
-			errs = append(errs, fmt.Errorf("release image %s: %w", im.ImageID, err))
-		}
+	if err := images.Release(holder); err != nil {
+		return fmt.Errorf("release images of image volumes: %w", err)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // unmountImageVolumes unmounts every image volume under dir; it is
@@ -246,10 +246,8 @@ func (m *Manager) releaseImageVolumes(rec Record) error {
 	if err := unmountImageVolumes(m.imageVolumesDir(rec.ID)); err != nil {
 		return err
 	}
-	for _, im := range rec.ImageMounts {
-		if err := m.opts.Images.Release(im.ImageID); err != nil {
-			m.log.Warn("release image of image volume", "container", rec.ID, "image", im.ImageID, "err", err)
-		}
+	if err := m.opts.Images.Release(imageVolumesHolder(rec.ID)); err != nil {
+		m.log.Warn("release images of image volumes", "container", rec.ID, "err", err)
 	}
 	return nil
 }
@@ -258,7 +256,7 @@ func (m *Manager) releaseImageVolumes(rec Record) error {
 // container uses as volumes.
 func (m *Manager) reacquireImageVolumes(rec Record) {
 	for _, im := range rec.ImageMounts {
-		if _, err := m.opts.Images.Acquire(im.ImageID); err != nil {
+		if _, err := m.opts.Images.Acquire(im.ImageID, imageVolumesHolder(rec.ID)); err != nil {
 			m.log.Warn("image of recovered image volume is gone", "container", rec.ID, "image", im.ImageID, "err", err)
 		}
 	}

@@ -12,24 +12,28 @@ import (
 	"github.com/minicri/minicri/image"
 )
 
-// fakeImages pins images by ID and counts the pins.
+// fakeImages pins images by ID, with the store's set semantics: one pin
+// per (image, holder).
 type fakeImages struct {
-	images map[string]image.Image // by reference
-	pins   map[string]int
+	images map[string]image.Image     // by reference
+	pins   map[string]map[string]bool // image ID -> holders
 }
 
-func (f *fakeImages) Acquire(ref string) (image.Image, error) {
+func (f *fakeImages) Acquire(ref, holder string) (image.Image, error) {
 	img, ok := f.images[ref]
 	if !ok {
 		return image.Image{}, image.ErrNotFound
 	}
-	f.pins[img.ID]++
+	if f.pins[img.ID] == nil {
+		f.pins[img.ID] = map[string]bool{}
+	}
+	f.pins[img.ID][holder] = true
 	return img, nil
 }
 
-func (f *fakeImages) Release(id string) error {
-	if f.pins[id] > 0 {
-		f.pins[id]--
+func (f *fakeImages) Release(holder string) error {
+	for _, hs := range f.pins {
+		delete(hs, holder)
 	}
 	return nil
 }
@@ -57,7 +61,7 @@ func layeredImage(t *testing.T) (*fakeImages, string) {
 	}
 	f := &fakeImages{
 		images: map[string]image.Image{"vol:1": {ID: "sha256:vol", Layers: []string{lower, upper}}},
-		pins:   map[string]int{},
+		pins:   map[string]map[string]bool{},
 	}
 	return f, filepath.Join(dir, "imagevols")
 }
@@ -152,12 +156,12 @@ func TestAcquireImageVolumesMountsReadOnlyOverlay(t *testing.T) {
 		{ContainerPath: "/whole", Image: "vol:1", Readonly: true},
 		{ContainerPath: "/etc-only", Image: "vol:1", Readonly: true, ImageSubPath: "etc"},
 	}
-	ims, err := acquireImageVolumes(images, cri, dir, "")
+	ims, err := acquireImageVolumes(images, "c1/imagevols", cri, dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { releaseImageVolumes(images, ims, dir) })
-	if images.pins["sha256:vol"] != 2 || len(ims) != 2 {
+	t.Cleanup(func() { releaseImageVolumes(images, "c1/imagevols", dir) })
+	if len(images.pins["sha256:vol"]) != 1 || len(ims) != 2 {
 		t.Fatalf("pins = %v, mounts = %+v", images.pins, ims)
 	}
 	for _, p := range []string{filepath.Join(ims[0].Source, "bin", "sh"), filepath.Join(ims[0].Source, "etc", "passwd"), filepath.Join(ims[1].Source, "passwd")} {
@@ -173,10 +177,10 @@ func TestAcquireImageVolumesMountsReadOnlyOverlay(t *testing.T) {
 		t.Fatalf("recorded %+v", ims)
 	}
 
-	if err := releaseImageVolumes(images, ims, dir); err != nil {
+	if err := releaseImageVolumes(images, "c1/imagevols", dir); err != nil {
 		t.Fatal(err)
 	}
-	if images.pins["sha256:vol"] != 0 {
+	if len(images.pins["sha256:vol"]) != 0 {
 		t.Fatalf("pins after release = %v", images.pins)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -191,17 +195,17 @@ func TestAcquireImageVolumesMissingSubPathReturnsWhatToRelease(t *testing.T) {
 		{ContainerPath: "/ok", Image: "vol:1", Readonly: true},
 		{ContainerPath: "/bad", Image: "vol:1", Readonly: true, ImageSubPath: "not-there"},
 	}
-	ims, err := acquireImageVolumes(images, cri, dir, "")
+	ims, err := acquireImageVolumes(images, "c1/imagevols", cri, dir, "")
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
-	if len(ims) != 2 || images.pins["sha256:vol"] != 2 {
+	if len(ims) != 2 || len(images.pins["sha256:vol"]) != 1 {
 		t.Fatalf("partial = %+v, pins = %v", ims, images.pins)
 	}
-	if err := releaseImageVolumes(images, ims, dir); err != nil {
+	if err := releaseImageVolumes(images, "c1/imagevols", dir); err != nil {
 		t.Fatal(err)
 	}
-	if images.pins["sha256:vol"] != 0 {
+	if len(images.pins["sha256:vol"]) != 0 {
 		t.Fatalf("pins after release = %v", images.pins)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -215,13 +219,13 @@ func TestAcquireImageVolumesRejectsBeforePinning(t *testing.T) {
 		{ContainerPath: "/ok", Image: "vol:1", Readonly: true},
 		{ContainerPath: "/rw", Image: "vol:1"},
 	}
-	if _, err := acquireImageVolumes(images, cri, dir, ""); !errors.Is(err, ErrInvalid) {
+	if _, err := acquireImageVolumes(images, "c1/imagevols", cri, dir, ""); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
-	if images.pins["sha256:vol"] != 0 {
+	if len(images.pins["sha256:vol"]) != 0 {
 		t.Fatalf("pinned %v", images.pins)
 	}
-	if _, err := acquireImageVolumes(images, []Mount{{ContainerPath: "/x", Image: "nope", Readonly: true}}, dir, ""); !errors.Is(err, image.ErrNotFound) {
+	if _, err := acquireImageVolumes(images, "c1/imagevols", []Mount{{ContainerPath: "/x", Image: "nope", Readonly: true}}, dir, ""); !errors.Is(err, image.ErrNotFound) {
 		t.Fatalf("unknown image: %v", err)
 	}
 }
@@ -229,7 +233,7 @@ func TestAcquireImageVolumesRejectsBeforePinning(t *testing.T) {
 func TestUnmountImageVolumesIsIdempotent(t *testing.T) {
 	needRoot(t)
 	images, dir := layeredImage(t)
-	ims, err := acquireImageVolumes(images, []Mount{{ContainerPath: "/v", Image: "vol:1", Readonly: true}}, dir, "")
+	ims, err := acquireImageVolumes(images, "c1/imagevols", []Mount{{ContainerPath: "/v", Image: "vol:1", Readonly: true}}, dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}

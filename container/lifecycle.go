@@ -266,7 +266,7 @@ func (m *Manager) release(ctx context.Context, rec Record) error {
 	}
 	m.metrics.forget(rec.ID)
 	if rec.ImageID != "" {
-		if err := m.opts.Images.Release(rec.ImageID); err != nil {
+		if err := m.opts.Images.Release(rec.ID); err != nil {
 			m.log.Warn("release image", "container", rec.ID, "image", rec.ImageID, "err", err)
 		}
 	}

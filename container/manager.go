@@ -13,10 +13,12 @@ import (
 )
 
 // Images is the part of the image store containers use: an image is pinned
-// while a container uses its layers.
+// while a container uses its layers. Leases are held by a holder ID (the
+// container's ID for its rootfs, imageVolumesHolder for its image
+// volumes); both calls are idempotent per holder.
 type Images interface {
-	Acquire(ref string) (image.Image, error)
-	Release(id string) error
+	Acquire(ref, holder string) (image.Image, error)
+	Release(holder string) error
 }
 
 // Pods tells containers about their pod sandbox.

@@ -42,7 +42,7 @@ func (m *Manager) recoverOne(ctx context.Context, rec Record) {
 			m.log.Error("cleanup of crashed container failed", "container", id, "err", err)
 		}
 	default:
-		if _, err := m.opts.Images.Acquire(rec.ImageID); err != nil {
+		if _, err := m.opts.Images.Acquire(rec.ImageID, id); err != nil {
 			m.log.Warn("image of recovered container is gone", "container", id, "image", rec.ImageID, "err", err)
 		}
 		m.reacquireImageVolumes(rec)

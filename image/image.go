@@ -144,10 +144,11 @@ type Store struct {
 	pinned  map[string]bool
 
 	mu      sync.Mutex
-	images  map[string]*record // by ID
-	leases  map[string]int     // image ID -> Acquire count
-	leased  map[string]*record // records of leased images, kept after Remove
-	pending map[string]int     // layer diff IDs and blob digests of pulls under way
+	images  map[string]*record         // by ID
+	leases  map[string]map[string]bool // image ID -> holders (see lease.go)
+	held    map[string]map[string]bool // holder -> image IDs
+	leased  map[string]*record         // records of leased images, kept after Remove
+	pending map[string]int             // layer diff IDs and blob digests of pulls under way
 	// removed holds the tombstones found on disk by New: images removed
 	// while in use. Until FinishRecovery, Acquire finds them by ID (for
 	// the containers that a restart recovers) and GC keeps their layers.
@@ -209,7 +210,8 @@ func New(cfg Config) (*Store, error) {
 		imgDir:  filepath.Join(root, "images"),
 		pinned:  map[string]bool{},
 		images:  map[string]*record{},
-		leases:  map[string]int{},
+		leases:  map[string]map[string]bool{},
+		held:    map[string]map[string]bool{},
 		leased:  map[string]*record{},
 		pending: map[string]int{},
 		removed: map[string]*record{},
@@ -483,7 +485,7 @@ func (s *Store) remove(ref string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.leases[r.ID] > 0 {
+	if len(s.leases[r.ID]) > 0 {
 		// Containers use it: keep a tombstone, so that their leases
 		// survive a restart (the leases themselves live in memory).
 		tomb := *r
@@ -507,55 +509,6 @@ func (s *Store) deleteRecord(id string) error {
 	return atomicfile.SyncDir(s.imgDir)
 }
 
-// Acquire pins the layers of the image that ref names, for a container that
-// uses them: they stay on disk, even if the image is removed, until Release.
-// After a restart, containers must Acquire again, by image ID, before
-// FinishRecovery; until then an image removed while in use is found too.
-func (s *Store) Acquire(ref string) (Image, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.lookup(ref)
-	if errors.Is(err, ErrNotFound) && s.recovering {
-		if t := s.removed["sha256:"+strings.TrimPrefix(ref, "sha256:")]; t != nil {
-			r, err = t, nil
-		}
-	}
-	if err != nil {
-		return Image{}, err
-	}
-	s.leases[r.ID]++
-	s.leased[r.ID] = r
-	return s.image(r), nil
-}
-
-// Release drops one Acquire of image id and removes the layers that nothing
-// uses any more.
-func (s *Store) Release(id string) error {
-	trash, err := s.release(id)
-	return errors.Join(err, purge(trash))
-}
-
-func (s *Store) release(id string) ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.leases[id] == 0 {
-		return nil, nil
-	}
-	s.leases[id]--
-	if s.leases[id] > 0 {
-		return nil, nil
-	}
-	delete(s.leases, id)
-	delete(s.leased, id)
-	if s.images[id] == nil {
-		// Removed while in use: its tombstone goes with the last user.
-		if err := s.deleteRecord(id); err != nil {
-			return nil, err
-		}
-	}
-	return s.gcLocked()
-}
-
 // FinishRecovery ends the recovery that New starts: the containers of the
 // previous run have re-acquired their images. Tombstones of removed images
 // that none of them re-acquired are deleted, then GC collects the layers and
@@ -565,7 +518,7 @@ func (s *Store) FinishRecovery() error {
 	s.recovering = false
 	var errs []error
 	for id := range s.removed {
-		if s.leases[id] == 0 {
+		if len(s.leases[id]) == 0 {
 			if err := s.deleteRecord(id); err != nil {
 				errs = append(errs, err)
 			}

@@ -600,7 +600,7 @@ func TestRemoveKeepsSharedLayers(t *testing.T) {
 		t.Errorf("second remove: %v", err)
 	}
 	// A lease keeps the layers of a removed image until released.
-	if _, err := s.Acquire(ib.ID); err != nil {
+	if _, err := s.Acquire(ib.ID, "ctr-b"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Remove(ib.ID); err != nil {
@@ -612,7 +612,7 @@ func TestRemoveKeepsSharedLayers(t *testing.T) {
 	if !exists(ib.Layers[0]) || !exists(ib.Layers[1]) {
 		t.Fatal("leased layers removed")
 	}
-	if err := s.Release(ib.ID); err != nil {
+	if err := s.Release("ctr-b"); err != nil {
 		t.Fatal(err)
 	}
 	if exists(ib.Layers[0]) || exists(ib.Layers[1]) {
