@@ -47,12 +47,23 @@ type Network struct {
 type Registry struct {
 	ConfigPath        string `toml:"config_path"`
 	NoProgressTimeout string `toml:"no_progress_timeout"`
-	// MaxLayerSize bounds what one layer may unpack to, in bytes
-	// (0: the default, 32 GiB; negative: no limit).
+	// MaxLayerSize bounds what one layer may unpack to, in bytes as the
+	// disk takes them, each entry at least 4 KiB (0: the default, 32 GiB;
+	// negative: no limit).
 	MaxLayerSize int64 `toml:"max_layer_size"`
-	// MaxLayerRatio bounds what a layer may unpack to beyond 1 GiB, as a
-	// multiple of its compressed size (0: the default, 100; negative: none).
+	// MaxImageSize bounds the same for all the layers of one pull
+	// (0: the default, 64 GiB; negative: no limit).
+	MaxImageSize int64 `toml:"max_image_size"`
+	// MaxLayerRatio bounds what the layers of a pull may unpack to beyond
+	// 1 GiB, as a multiple of their compressed size (0: the default, 100;
+	// negative: none).
 	MaxLayerRatio int `toml:"max_layer_ratio"`
+	// MaxLayers bounds the layers of an image (0: the default, 500,
+	// overlayfs's limit; negative: none).
+	MaxLayers int `toml:"max_layers"`
+	// MaxEntries bounds the files, directories and links (inodes) the
+	// layers of a pull may create (0: the default, 1Mi; negative: none).
+	MaxEntries int64 `toml:"max_entries"`
 }
 
 // Stream configures the streaming server (Exec, Attach, PortForward URLs).

@@ -170,6 +170,9 @@ func newImageStore(cfg config.Config, log *slog.Logger) (*image.Store, error) {
 		NoProgressTimeout:  timeout,
 		MaxLayerSize:       cfg.Registry.MaxLayerSize,
 		MaxLayerRatio:      cfg.Registry.MaxLayerRatio,
+		MaxImageSize:       cfg.Registry.MaxImageSize,
+		MaxLayers:          cfg.Registry.MaxLayers,
+		MaxEntries:         cfg.Registry.MaxEntries,
 		Logger:             log,
 	})
 	if err != nil {

@@ -68,14 +68,25 @@ type Config struct {
 	ProgressInterval time.Duration
 	// Platform selects the manifest of an index; nil means the host's.
 	Platform *v1.Platform
-	// MaxLayerSize bounds what one layer may unpack to (bytes of its tar
-	// stream, sparse files expanded); 0 means DefaultMaxLayerSize,
-	// negative disables it.
+	// MaxLayerSize bounds what one layer may unpack to, in bytes as the
+	// disk takes them (sparse files expanded, each file or directory at
+	// least 4 KiB, content rounded up to 4 KiB); 0 means
+	// DefaultMaxLayerSize, negative disables it.
 	MaxLayerSize int64
-	// MaxLayerRatio bounds what a layer may unpack to beyond 1 GiB, as a
-	// multiple of its compressed size (decompression bombs); 0 means
-	// DefaultMaxLayerRatio, negative disables it.
+	// MaxImageSize bounds the same for all the layers a pull unpacks;
+	// 0 means DefaultMaxImageSize, negative disables it.
+	MaxImageSize int64
+	// MaxLayerRatio bounds what the layers of a pull may unpack to beyond
+	// 1 GiB, as a multiple of their compressed size (decompression bombs);
+	// 0 means DefaultMaxLayerRatio, negative disables it.
 	MaxLayerRatio int
+	// MaxLayers bounds the layers of an image; 0 means DefaultMaxLayers
+	// (overlayfs's limit), negative disables it.
+	MaxLayers int
+	// MaxEntries bounds the files, directories and links the layers of a
+	// pull may unpack to (inodes); 0 means DefaultMaxEntries, negative
+	// disables it.
+	MaxEntries int64
 }
 
 // AuthConfig is the registry credential of a pull request (CRI AuthConfig).
@@ -155,7 +166,7 @@ type Store struct {
 	removed    map[string]*record
 	recovering bool
 
-	ratioAllowance int64 // see layerLimits
+	ratioAllowance int64 // see pullLimits
 
 	flights flightGroup
 
@@ -200,6 +211,15 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.MaxLayerRatio == 0 {
 		cfg.MaxLayerRatio = DefaultMaxLayerRatio
+	}
+	if cfg.MaxImageSize == 0 {
+		cfg.MaxImageSize = DefaultMaxImageSize
+	}
+	if cfg.MaxLayers == 0 {
+		cfg.MaxLayers = DefaultMaxLayers
+	}
+	if cfg.MaxEntries == 0 {
+		cfg.MaxEntries = DefaultMaxEntries
 	}
 	s := &Store{
 		cfg:     cfg,

@@ -9,58 +9,123 @@ import (
 	"sync/atomic"
 )
 
-// ErrLayerTooLarge is the cause of a pull whose layer unpacks to more than
-// the store allows (Config.MaxLayerSize, Config.MaxLayerRatio): a
-// decompression bomb, a sparse-file bomb, or a layer too big for the node.
+// ErrLayerTooLarge is the cause of a pull whose layers unpack to more than
+// the store allows (Config.MaxLayerSize, MaxImageSize, MaxLayerRatio,
+// MaxEntries): a decompression bomb, a sparse-file bomb, an inode bomb, or
+// an image too big for the node.
 var ErrLayerTooLarge = errors.New("layer too large")
+
+// ErrImageTooLarge is the cause of a pull of an image with too many layers
+// or whose layers together break a limit; errors.Is sees ErrLayerTooLarge
+// in it too.
+var ErrImageTooLarge = fmt.Errorf("image too large (%w)", ErrLayerTooLarge)
 
 const (
 	// DefaultMaxLayerSize applies when Config.MaxLayerSize is zero.
 	DefaultMaxLayerSize = 32 << 30
+	// DefaultMaxImageSize applies when Config.MaxImageSize is zero.
+	DefaultMaxImageSize = 64 << 30
 	// DefaultMaxLayerRatio applies when Config.MaxLayerRatio is zero.
 	DefaultMaxLayerRatio = 100
-	// ratioAllowance is what any layer may unpack to whatever its
+	// DefaultMaxLayers applies when Config.MaxLayers is zero: overlayfs
+	// stacks at most 500 lower directories.
+	DefaultMaxLayers = 500
+	// DefaultMaxEntries applies when Config.MaxEntries is zero.
+	DefaultMaxEntries = 1 << 20
+	// ratioAllowance is what an image may unpack to whatever its
 	// compressed size: small layers of zeros, a large sparse file early in
 	// a layer.
 	ratioAllowance = 1 << 30
+	// entryBlock is the least an entry costs, whatever its size: a block
+	// (a directory's, a file's last) and an inode.
+	entryBlock = 4 << 10
 )
 
-// layerLimits bound what one layer may unpack to.
-type layerLimits struct {
-	maxSize   int64 // bytes of tar stream, sparse files expanded; <= 0: none
-	ratio     int64 // <= 0: none
-	allowance int64 // bytes allowed beyond ratio
+// pullLimits bound what one pull may unpack: each layer (maxLayer) and
+// all the layers it unpacks together (the rest). Sizes are charged as the
+// disk will take them: every entry at least entryBlock, a file's content
+// rounded up to a whole block, sparse files expanded.
+type pullLimits struct {
+	maxLayer   int64 // <= 0: none
+	maxImage   int64 // <= 0: none
+	maxEntries int64 // <= 0: none
+	ratio      int64 // <= 0: none
+	allowance  int64 // bytes allowed beyond ratio, once per pull
 
-	compressed *countingReader // compressed bytes read so far
+	unpacked   atomic.Int64 // bytes charged so far
+	compressed atomic.Int64 // compressed bytes read so far
+	entries    atomic.Int64
 }
 
-func (s *Store) layerLimits(compressed *countingReader) layerLimits {
-	return layerLimits{maxSize: s.cfg.MaxLayerSize, ratio: int64(s.cfg.MaxLayerRatio), allowance: s.ratioAllowance, compressed: compressed}
+func (s *Store) newPullLimits() *pullLimits {
+	return &pullLimits{maxLayer: s.cfg.MaxLayerSize, maxImage: s.cfg.MaxImageSize, maxEntries: s.cfg.MaxEntries,
+		ratio: int64(s.cfg.MaxLayerRatio), allowance: s.ratioAllowance}
 }
 
-// check fails if n bytes unpacked so far break a limit; declared bytes
-// (still to come) count against the size limit only.
-func (l layerLimits) check(n, declared int64) error {
-	if l.maxSize > 0 && n+declared > l.maxSize {
-		return fmt.Errorf("%w: unpacks to more than %d bytes, the limit (registry.max_layer_size)", ErrLayerTooLarge, l.maxSize)
+// checkLayers fails for an image of more layers than the store takes.
+func (s *Store) checkLayers(n int) error {
+	if s.cfg.MaxLayers > 0 && n > s.cfg.MaxLayers {
+		return fmt.Errorf("%w: %d layers, more than %d (registry.max_layers)", ErrImageTooLarge, n, s.cfg.MaxLayers)
 	}
-	if l.ratio > 0 && l.compressed != nil {
-		if c := l.compressed.n.Load(); n > l.allowance+l.ratio*c {
-			return fmt.Errorf("%w: unpacks to more than %d times its compressed size (%d bytes from %d; limit registry.max_layer_ratio)",
-				ErrLayerTooLarge, l.ratio, n, c)
+	return nil
+}
+
+// layerCharge is one layer's account with its pull's limits.
+type layerCharge struct {
+	p *pullLimits
+	n int64 // bytes charged to this layer
+}
+
+// charge adds n bytes and fails if they, with declared bytes still to
+// come (counted against the size limits only), break a limit.
+func (l *layerCharge) charge(n, declared int64) error {
+	l.n += n
+	total := l.p.unpacked.Add(n)
+	p := l.p
+	if p.maxLayer > 0 && l.n+declared > p.maxLayer {
+		return fmt.Errorf("%w: unpacks to more than %d bytes, the limit (registry.max_layer_size)", ErrLayerTooLarge, p.maxLayer)
+	}
+	if p.maxImage > 0 && total+declared > p.maxImage {
+		return fmt.Errorf("%w: its layers unpack to more than %d bytes, the limit (registry.max_image_size)", ErrImageTooLarge, p.maxImage)
+	}
+	if p.ratio > 0 {
+		if c := p.compressed.Load(); total > p.allowance+p.ratio*c {
+			return fmt.Errorf("%w: its layers unpack to more than %d times their compressed size (%d bytes from %d; limit registry.max_layer_ratio)",
+				ErrImageTooLarge, p.ratio, total, c)
 		}
 	}
 	return nil
+}
+
+// entry counts one more entry.
+func (l *layerCharge) entry() error {
+	if n := l.p.entries.Add(1); l.p.maxEntries > 0 && n > l.p.maxEntries {
+		return fmt.Errorf("%w: more than %d files and directories (registry.max_entries)", ErrImageTooLarge, l.p.maxEntries)
+	}
+	return nil
+}
+
+// entryOverhead is what an entry costs beyond its content's bytes: the
+// rest of its last block (at least one block), its names and extended
+// attributes.
+func entryOverhead(hdr *tar.Header) int64 {
+	size := max(hdr.Size, 0)
+	blocks := max(entryBlock, (size+entryBlock-1)/entryBlock*entryBlock)
+	extra := int64(len(hdr.Name) + len(hdr.Linkname))
+	for k, v := range hdr.PAXRecords {
+		extra += int64(len(k) + len(v))
+	}
+	return blocks - size + extra
 }
 
 // filterLayer copies the tar stream in to out, entry by entry, and stops
 // with ErrLayerTooLarge as soon as an entry's declared size or the bytes
 // written break a limit. The copy is what gets unpacked: sparse files come
 // out expanded (and counted so), as the unpacker would write them.
-func filterLayer(in io.Reader, out io.Writer, lim layerLimits) error {
-	cw := &limitWriter{w: out, lim: lim}
+func filterLayer(in io.Reader, out io.Writer, lc *layerCharge) error {
 	tr := tar.NewReader(in)
-	tw := tar.NewWriter(cw)
+	tw := tar.NewWriter(out)
+	cw := &chargeWriter{w: tw, lc: lc}
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -69,7 +134,10 @@ func filterLayer(in io.Reader, out io.Writer, lim layerLimits) error {
 		if err != nil {
 			return fmt.Errorf("read layer: %w", err)
 		}
-		if err := lim.check(cw.n, max(hdr.Size, 0)); err != nil {
+		if err := lc.entry(); err != nil {
+			return err
+		}
+		if err := lc.charge(entryOverhead(hdr), max(hdr.Size, 0)); err != nil {
 			return fmt.Errorf("entry %q: %w", sanitizeRemote(hdr.Name, 200), err)
 		}
 		if hdr.Typeflag == tar.TypeGNUSparse {
@@ -81,37 +149,31 @@ func filterLayer(in io.Reader, out io.Writer, lim layerLimits) error {
 			}
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
-			if errors.Is(err, ErrLayerTooLarge) {
-				return err
-			}
 			return fmt.Errorf("entry %q: %w", sanitizeRemote(hdr.Name, 200), err)
 		}
-		if _, err := io.Copy(tw, tr); err != nil {
+		if _, err := io.Copy(cw, tr); err != nil {
 			return err
 		}
 	}
 }
 
-// limitWriter counts what is written and fails once a limit breaks.
-type limitWriter struct {
-	w   io.Writer
-	lim layerLimits
-	n   int64
+// chargeWriter charges what is written and fails once a limit breaks.
+type chargeWriter struct {
+	w  io.Writer
+	lc *layerCharge
 }
 
-func (w *limitWriter) Write(p []byte) (int, error) {
-	if err := w.lim.check(w.n+int64(len(p)), 0); err != nil {
+func (w *chargeWriter) Write(p []byte) (int, error) {
+	if err := w.lc.charge(int64(len(p)), 0); err != nil {
 		return 0, err
 	}
-	n, err := w.w.Write(p)
-	w.n += int64(n)
-	return n, err
+	return w.w.Write(p)
 }
 
-// countingReader counts the bytes read through it.
+// countingReader counts the bytes read through it into n.
 type countingReader struct {
 	r io.Reader
-	n atomic.Int64
+	n *atomic.Int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {

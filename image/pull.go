@@ -65,6 +65,7 @@ func (s *Store) Pull(ctx context.Context, ref string, auth *AuthConfig) (Image, 
 		eps:     eps,
 		auth:    auth,
 		prog:    newPullProgress(),
+		lim:     s.newPullLimits(),
 		clients: map[int]*remote.Puller{},
 		dead:    map[int]bool{},
 	}
@@ -80,6 +81,13 @@ func (s *Store) Pull(ctx context.Context, ref string, auth *AuthConfig) (Image, 
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrNoProgress) {
 			err = cause
+		}
+		if errors.Is(err, ErrLayerTooLarge) {
+			// The layers of the image that fit are left: collect them,
+			// or pulls of one hostile image after another fill the disk.
+			if gerr := s.GC(); gerr != nil {
+				s.log.Warn("image: GC after a pull over the limits failed", "image", pr.String(), "error", gerr)
+			}
 		}
 		return Image{}, sanitizedError(fmt.Errorf("pull %s: %w", pr.String(), err), 4*maxRemoteText)
 	}
@@ -127,6 +135,7 @@ type puller struct {
 	eps  []endpoint
 	auth *AuthConfig
 	prog *pullProgress
+	lim  *pullLimits
 
 	mu      sync.Mutex
 	clients map[int]*remote.Puller
@@ -447,6 +456,9 @@ func (p *puller) pull(ctx context.Context) (Image, error) {
 	if err != nil {
 		return Image{}, fmt.Errorf("parse manifest %s: %w", mb.digest, err)
 	}
+	if err := p.s.checkLayers(len(m.Layers)); err != nil {
+		return Image{}, err
+	}
 	configDigest := m.Config.Digest.String()
 	holdKeys := append([]string{configDigest}, blobs...)
 	for _, l := range m.Layers {
@@ -577,7 +589,7 @@ func (p *puller) ensureLayer(ctx context.Context, ps *progressSet, l layerRecord
 			return err
 		}
 		defer f.Close()
-		tmp, err := s.unpackLayer(ctx, io.TeeReader(f, countingWriter{ps}), l.DiffID)
+		tmp, err := s.unpackLayer(ctx, io.TeeReader(f, countingWriter{ps}), l.DiffID, p.lim)
 		if err != nil {
 			return fmt.Errorf("layer %s: %w", l.Digest, err)
 		}
@@ -602,7 +614,7 @@ func (p *puller) ensureLayer(ctx context.Context, ps *progressSet, l layerRecord
 			}
 			return bt.commit()
 		}
-		tmp, err := s.unpackLayer(ctx, r, l.DiffID)
+		tmp, err := s.unpackLayer(ctx, r, l.DiffID, p.lim)
 		if err != nil {
 			if contextErr(ctx) == nil {
 				// A corrupt blob shows up as a decompression or tar

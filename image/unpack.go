@@ -52,11 +52,11 @@ func decompress(r io.Reader) (io.ReadCloser, error) {
 // directory under the layers directory, in overlayfs form: whiteouts become
 // 0/0 character devices and opaque directories get trusted.overlay.opaque=y.
 // Entries that would escape the directory (../, absolute or escaping
-// symlinks and hardlinks) fail the unpack. A layer that unpacks to more than
-// the store's limits fails with ErrLayerTooLarge. It checks the uncompressed
+// symlinks and hardlinks) fail the unpack. A layer that breaks the pull's
+// limits lim fails with ErrLayerTooLarge. It checks the uncompressed
 // digest against diffID and returns the directory, which the caller renames
 // into place; on error nothing is left.
-func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string) (dir string, err error) {
+func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string, lim *pullLimits) (dir string, err error) {
 	tmp, err := os.MkdirTemp(s.layDir, ".tmp-"+strings.TrimPrefix(diffID, "sha256:")[:12]+"-")
 	if err != nil {
 		return "", err
@@ -69,7 +69,7 @@ func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string) (di
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", err
 	}
-	compressed := &countingReader{r: &ctxReader{ctx: ctx, r: r}}
+	compressed := &countingReader{r: &ctxReader{ctx: ctx, r: r}, n: &lim.compressed}
 	dr, err := decompress(compressed)
 	if err != nil {
 		return "", fmt.Errorf("decompress: %w", err)
@@ -77,7 +77,7 @@ func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string) (di
 	defer dr.Close()
 	h := sha256.New()
 	tr := io.TeeReader(dr, h)
-	if err := unpackLimited(tr, tmp, s.layerLimits(compressed)); err != nil {
+	if err := unpackLimited(tr, tmp, &layerCharge{p: lim}); err != nil {
 		if cerr := contextErr(ctx); cerr != nil {
 			return "", cerr
 		}
@@ -94,12 +94,12 @@ func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string) (di
 }
 
 // unpackLimited unpacks the tar stream in into dir through a filter that
-// enforces lim (see filterLayer).
-func unpackLimited(in io.Reader, dir string, lim layerLimits) error {
+// charges lc (see filterLayer).
+func unpackLimited(in io.Reader, dir string, lc *layerCharge) error {
 	pr, pw := io.Pipe()
 	filterErr := make(chan error, 1)
 	go func() {
-		err := filterLayer(in, pw, lim)
+		err := filterLayer(in, pw, lc)
 		_ = pw.CloseWithError(err)
 		filterErr <- err
 	}()
