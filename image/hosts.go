@@ -296,6 +296,10 @@ func stringList(v any) ([]string, error) {
 	}
 }
 
+// registryResolver resolves registry names; nil is net's default. Tests
+// replace it (DNS rebinding).
+var registryResolver *net.Resolver
+
 // httpTransport builds the HTTP transport for one endpoint.
 func (e endpoint) httpTransport() (*http.Transport, error) {
 	t := &http.Transport{
@@ -303,6 +307,7 @@ func (e endpoint) httpTransport() (*http.Transport, error) {
 		DialContext: guardedDialer(&net.Dialer{
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
+			Resolver:  registryResolver,
 		}),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          32,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -38,14 +37,18 @@ import (
 //     addresses are refused always.
 //   - This is checked on the literal address of the realm when the
 //     challenge arrives, and on every address actually dialled for a
-//     request to another host (names resolving to a refused address,
-//     DNS rebinding, redirects). Requests that go through an HTTP proxy
+//     request to anything but the endpoint itself (names resolving to a
+//     refused address, DNS rebinding, redirects). "The endpoint itself"
+//     is the same scheme, host and port: the same host on another port
+//     or scheme is another server. Requests that go through an HTTP proxy
 //     dial the proxy: there only the literal check applies, and the
 //     proxy's own policy decides.
 //
 // The endpoint's class is that of its literal address; for a name, that of
-// the address the last connection to it reached (public until then, and
-// when it is reached through a proxy).
+// the first address a connection to it reached (public until then, and
+// when it is reached through a proxy). Later connections to the endpoint
+// must reach the same class (a name rebound to loopback is refused, and
+// cannot widen what the registry may name), never a forbidden one.
 
 // errRefusedAddress is the cause of a request the policy refused.
 var errRefusedAddress = errors.New("refused address")
@@ -104,7 +107,10 @@ func (t *rewriteTransport) endpointClass() addrClass {
 	if c, ok := hostClass(t.ep.URL.Hostname()); ok {
 		return c
 	}
-	return addrClass(t.reached.Load())
+	if r := t.reached.Load(); r > 0 {
+		return addrClass(r - 1)
+	}
+	return classPublic
 }
 
 // allowed reports whether the registry may send the node to an address of
@@ -113,9 +119,29 @@ func (t *rewriteTransport) allowed(c addrClass) bool {
 	return c == classPublic || (c != classForbidden && c == t.endpointClass())
 }
 
-// sameHost reports whether u names the endpoint's own host.
+// sameHost reports whether u names the endpoint's own host, on any port.
 func (t *rewriteTransport) sameHost(u *url.URL) bool {
 	return strings.EqualFold(u.Hostname(), t.ep.URL.Hostname())
+}
+
+// isEndpoint reports whether u names the endpoint itself: the same
+// scheme, host and port.
+func (t *rewriteTransport) isEndpoint(u *url.URL) bool {
+	return strings.EqualFold(u.Scheme, t.ep.URL.Scheme) && t.sameHost(u) && urlPort(u) == urlPort(t.ep.URL)
+}
+
+// urlPort is u's port, or its scheme's default.
+func urlPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
 }
 
 // checkRealm applies the policy to a token realm.
@@ -136,7 +162,7 @@ func (t *rewriteTransport) checkRealm(u *url.URL) error {
 
 // checkHost applies the address rule to u's literal host.
 func (t *rewriteTransport) checkHost(u *url.URL) error {
-	if t.sameHost(u) {
+	if t.isEndpoint(u) {
 		return nil
 	}
 	if c, ok := hostClass(u.Hostname()); ok && !t.allowed(c) {
@@ -149,15 +175,14 @@ func (t *rewriteTransport) checkHost(u *url.URL) error {
 // dialGuardKey marks a request whose dials the policy checks.
 type dialGuardKey struct{}
 
-// guard makes the dials of req (a request to another host than the
-// endpoint's, named by the registry) check the policy, unless req goes
-// through a proxy.
+// guard makes the dials of req (a request named by the registry) check
+// the policy, unless req goes through a proxy.
 func (t *rewriteTransport) guard(req *http.Request) (*http.Request, error) {
 	if err := t.checkHost(req.URL); err != nil {
 		return nil, err
 	}
-	if t.sameHost(req.URL) {
-		return req, nil
+	if t.isEndpoint(req.URL) {
+		return t.pinEndpoint(req), nil
 	}
 	return t.withDialCheck(req)
 }
@@ -180,26 +205,27 @@ func (t *rewriteTransport) withDialCheck(req *http.Request) (*http.Request, erro
 	return req.WithContext(context.WithValue(req.Context(), dialGuardKey{}, check)), nil
 }
 
-// traceEndpoint records the class of the address a request to the
-// endpoint reached, when the endpoint is a name reached without a proxy.
-func (t *rewriteTransport) traceEndpoint(req *http.Request) *http.Request {
+// pinEndpoint makes the dials of a request to the endpoint, when the
+// endpoint is a name reached without a proxy, keep to the class of the
+// first address reached (see endpointClass).
+func (t *rewriteTransport) pinEndpoint(req *http.Request) *http.Request {
 	if _, literal := hostClass(t.ep.URL.Hostname()); literal {
 		return req
 	}
 	if t.base.Proxy != nil {
 		if p, _ := t.base.Proxy(req); p != nil {
-			t.reached.Store(int32(classPublic))
 			return req
 		}
 	}
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		if a, ok := info.Conn.RemoteAddr().(*net.TCPAddr); ok {
-			if ip, ok := netip.AddrFromSlice(a.IP); ok {
-				t.reached.Store(int32(classify(ip)))
-			}
+	check := func(ip netip.Addr) error {
+		c := classify(ip)
+		if c != classForbidden && (t.reached.CompareAndSwap(0, int32(c)+1) || t.endpointClass() == c) {
+			return nil
 		}
-	}}
-	return req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+		return fmt.Errorf("%w: registry %s resolved to %s, a %s address (first reached: %s)", errRefusedAddress,
+			quoteRemote(t.ep.URL.Host), ip, c, t.endpointClass())
+	}
+	return req.WithContext(context.WithValue(req.Context(), dialGuardKey{}, check))
 }
 
 // guardedDialer returns a DialContext that applies the check a guarded

@@ -1,11 +1,16 @@
 package image
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,8 +41,10 @@ type victim struct {
 	hits atomic.Int32
 }
 
-func newVictim(t *testing.T) *victim {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func newVictim(t *testing.T) *victim { return newVictimAt(t, "127.0.0.1:0") }
+
+func newVictimAt(t *testing.T, addr string) *victim {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,4 +195,150 @@ func TestDialCheckRefusesLoopback(t *testing.T) {
 		t.Fatalf("dial to loopback for a loopback registry: %v", err)
 	}
 	resp.Body.Close()
+}
+
+// rebindingDNS is a DNS server for the resolver of the registry
+// transports: name resolves to first until rebound is set, then to
+// 127.0.0.1 (TTL 0), as an attacker's DNS server answers.
+type rebindingDNS struct {
+	first   netip.Addr
+	rebound atomic.Bool
+}
+
+func (d *rebindingDNS) resolver() *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		c, s := net.Pipe() // not a PacketConn: DNS over a stream, length-prefixed
+		go d.serve(s)
+		return c, nil
+	}}
+}
+
+func (d *rebindingDNS) serve(c net.Conn) {
+	defer c.Close()
+	for {
+		var l [2]byte
+		if _, err := io.ReadFull(c, l[:]); err != nil {
+			return
+		}
+		q := make([]byte, binary.BigEndian.Uint16(l[:]))
+		if _, err := io.ReadFull(c, q); err != nil || len(q) < 12 {
+			return
+		}
+		end := 12 // the question: labels, then type and class
+		for end < len(q) && q[end] != 0 {
+			end += int(q[end]) + 1
+		}
+		end += 5
+		if end > len(q) {
+			return
+		}
+		qtype := binary.BigEndian.Uint16(q[end-4:])
+		resp := append([]byte{q[0], q[1], 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0}, q[12:end]...)
+		if qtype == 1 { // A
+			ip := d.first
+			if d.rebound.Load() {
+				ip = netip.MustParseAddr("127.0.0.1")
+			}
+			resp[7] = 1
+			resp = append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4)
+			resp = append(resp, ip.AsSlice()...)
+		}
+		out := binary.BigEndian.AppendUint16(nil, uint16(len(resp)))
+		if _, err := c.Write(append(out, resp...)); err != nil {
+			return
+		}
+	}
+}
+
+// The attack of review-11 item 4: a registry at https://rebind.example
+// names its own host on another port or scheme (a redirect, a realm), then
+// rebinds the name to 127.0.0.1: the node must not connect to its loopback
+// because the host name is the registry's. And the registry's own name,
+// rebound, must not reach another class than it first did.
+func TestRegistryCannotRebindItsOwnName(t *testing.T) {
+	vic := newVictim(t)
+	_, vport, _ := net.SplitHostPort(vic.ln.Addr().String())
+	dns := &rebindingDNS{first: netip.MustParseAddr(hostAddress(t))}
+	old := registryResolver
+	registryResolver = dns.resolver()
+	t.Cleanup(func() { registryResolver = old })
+
+	var mode atomic.Value
+	evil := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch mode.Load().(string) {
+		case "realm":
+			dns.rebound.Store(true)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="https://rebind.example:`+vport+`/token",service="evil"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		case "redirect":
+			if r.URL.Path == "/v2/" {
+				return
+			}
+			dns.rebound.Store(true)
+			http.Redirect(w, r, "http://rebind.example:"+vport+"/stolen", http.StatusFound)
+		case "endpoint":
+			// Close the connection, so that the next request dials the
+			// name again, now bound to loopback.
+			dns.rebound.Store(true)
+			w.Header().Set("Connection", "close")
+		}
+	}))
+	ln, err := net.Listen("tcp", net.JoinHostPort(dns.first.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil.Listener = ln
+	evil.StartTLS()
+	defer evil.Close()
+	_, eport, _ := net.SplitHostPort(ln.Addr().String())
+	// The endpoint's own port on loopback: where the rebound name leads.
+	vicEP := newVictimAt(t, "127.0.0.1:"+eport)
+	hosts := t.TempDir()
+	writeHosts(t, hosts, "rebind.example", fmt.Sprintf("server = \"https://rebind.example:%s\"\nskip_verify = true\n", eport))
+
+	for _, m := range []string{"realm", "redirect", "endpoint"} {
+		t.Run(m, func(t *testing.T) {
+			mode.Store(m)
+			dns.rebound.Store(false)
+			s := newStore(t, "", hosts)
+			_, err := s.Pull(ctxT(t), "rebind.example/x/y:1", nil)
+			if err == nil {
+				t.Fatal("pull succeeded")
+			}
+			t.Log(err)
+			if !dns.rebound.Load() {
+				t.Fatal("the registry was never asked")
+			}
+			if n := vic.hits.Swap(0) + vicEP.hits.Swap(0); n != 0 {
+				t.Errorf("the registry made the node connect to its loopback (%d connections)", n)
+			}
+		})
+	}
+}
+
+// The endpoint itself is the same scheme, host and port.
+func TestIsEndpoint(t *testing.T) {
+	ep, err := loadEndpoints("", "evil.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &rewriteTransport{ep: ep[0]}
+	for raw, want := range map[string]bool{
+		"https://evil.example/v2/":     true,
+		"https://EVIL.example:443/x":   true,
+		"http://evil.example/x":        false,
+		"http://evil.example:443/x":    false,
+		"https://evil.example:6379/x":  false,
+		"http://evil.example:6379/x":   false,
+		"https://other.example/v2/":    false,
+		"https://evil.example.evil/x/": false,
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rt.isEndpoint(u); got != want {
+			t.Errorf("isEndpoint(%s) = %v, want %v", raw, got, want)
+		}
+	}
 }

@@ -22,7 +22,7 @@ type rewriteTransport struct {
 	ep           endpoint
 	base         *http.Transport
 	progress     *pullProgress
-	reached      atomic.Int32 // addrClass of the endpoint's address (see endpointClass)
+	reached      atomic.Int32 // 1 + addrClass of the endpoint's first address; 0 until then (see endpointClass)
 }
 
 // realmPrefix marks a token-server URL that rewriteTransport encoded into
@@ -45,7 +45,7 @@ func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			return nil, err
 		}
 	case req.URL.Host == t.registryHost && (req.URL.Path == "/v2" || strings.HasPrefix(req.URL.Path, "/v2/")):
-		req = t.traceEndpoint(t.endpointRequest(req))
+		req = t.pinEndpoint(t.endpointRequest(req))
 	default:
 		// Elsewhere, because the registry said so: a redirect.
 		if req, err = t.guard(req); err != nil {
