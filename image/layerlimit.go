@@ -151,7 +151,7 @@ func filterLayer(in io.Reader, out io.Writer, lc *layerCharge) error {
 		if err := tw.WriteHeader(hdr); err != nil {
 			return fmt.Errorf("entry %q: %w", sanitizeRemote(hdr.Name, 200), err)
 		}
-		if _, err := io.Copy(cw, tr); err != nil {
+		if _, err := io.Copy(cw, tr); err != nil { //nolint:gosec // G110: chargeWriter bounds it
 			return err
 		}
 	}
