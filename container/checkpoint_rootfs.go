@@ -165,7 +165,7 @@ func (dw *diffWalker) file(dfd int, name, rel string, st *unix.Stat_t) error {
 func openEntry(dfd int, name string, flags int, st *unix.Stat_t) (*os.File, unix.Stat_t, error) {
 	var now unix.Stat_t
 	fd, err := unix.Openat2(dfd, name, &unix.OpenHow{
-		Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: resolveBeneath,
+		Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: resolveBeneath, //nolint:gosec // open(2) flags: non-negative constants
 	})
 	if err != nil {
 		for _, gone := range []error{unix.ENOENT, unix.ELOOP, unix.ENOTDIR, unix.ENXIO, unix.EXDEV} {

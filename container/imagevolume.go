@@ -109,7 +109,9 @@ func acquireImageVolumes(images Images, cri []Mount, dir, usernsPath string) ([]
 // mountImageLayers mounts an overlay of the image's layers, lower dirs
 // only, so that it is read-only and writes nothing to the layers.
 func mountImageLayers(img image.Image, target string) error {
-	if err := os.Mkdir(target, 0o755); err != nil {
+	// A mount point (in a 0700 directory): the overlay mounted on it shows
+	// the image's root mode, this one is hidden.
+	if err := os.Mkdir(target, 0o755); err != nil { //nolint:gosec // see above
 		return fmt.Errorf("create image volume mount point: %w", err)
 	}
 	layers := img.Layers

@@ -29,7 +29,9 @@ func openBeneath(dir, name string) (*os.File, error) {
 	if !filepath.IsAbs(dir) || !filepath.IsLocal(name) || filepath.Clean(name) == "." {
 		return nil, fmt.Errorf("open container log %q in %q: %w", name, dir, ErrNotBeneath)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The pod log directory, as the kubelet creates it (0755): node log
+	// agents read container logs there.
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // see above
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
