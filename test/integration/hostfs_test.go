@@ -163,8 +163,17 @@ func TestRestartClosesWhatAnOlderMinicriLeftOpen(t *testing.T) {
 	if out, ok := nobodyStat(t, probes[0].path); !ok {
 		t.Fatalf("test bug: the old modes do not open %s: %s", probes[0].path, out)
 	}
+	// And as a crash during the create of a container of a user-namespaced
+	// pod leaves its state directory: open to the pod's root group.
+	ctrState := filepath.Join(i.dir, "state/containers", id)
+	if err := os.Chown(ctrState, 0, usernsHostID); err != nil {
+		t.Fatal(err)
+	}
 	i.start()
 	assertUnreachable(t, probes)
+	if st, err := os.Stat(ctrState); err != nil || st.Mode().Perm() != 0o700 || st.Sys().(*syscall.Stat_t).Gid != 0 {
+		t.Errorf("the restart left %s %v, gid %d", ctrState, st.Mode(), st.Sys().(*syscall.Stat_t).Gid)
+	}
 	if st := i.ctrStatus(t, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Fatalf("after the restart: %v", st.State)
 	}
@@ -228,3 +237,115 @@ func (i *instance) mountLine(t *testing.T, id, mp string) string {
 }
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// windowAttacker runs as nobody: it reads a path, then tries to open it
+// (keeping the descriptor) as fast as it can until told to stop; then,
+// once told to go, it reads the container's planted setuid file through
+// what it kept.
+const windowAttacker = `read -r p
+echo TRYING
+until exec 3<"$p"; do read -t 0 && break; done 2>/dev/null
+if [ -e /proc/self/fd/3 ]; then echo OPEN; fi
+read -r closed
+read -r go
+stat -L -c 'STAT %A %u' /proc/self/fd/3/suid 2>&1
+echo "READ $(wc -c </proc/self/fd/3/suid 2>&1)"
+echo DONE`
+
+// TestHostUsersCannotOpenAUserNamespacedRootfsWhileCreated attacks the
+// window in which the init of a container of a pod with its own user
+// namespace walks to its rootfs as an unprivileged host user: a local user
+// (nobody) learns the rootfs path from mountinfo as soon as it is mounted
+// and tries to open it in a tight loop while the container is created; a
+// descriptor it got would keep the container's files (a setuid copy of
+// busybox planted later) in its reach for the life of the container.
+func TestHostUsersCannotOpenAUserNamespacedRootfsWhileCreated(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	pod := usernsPodConfig("window-userns", runtimeapi.NamespaceMode_POD, mapping(0, usernsHostID, 65536))
+	pod.LogDirectory = filepath.Join(i.dir, "logs", "window-userns")
+	podID := i.runPod(t, pod)
+	_, podInf := i.status(t, podID)
+
+	cmd := exec.Command("/bin/bash", "-c", windowAttacker)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	type line struct {
+		text string
+		at   time.Time
+	}
+	lines := make(chan line, 16)
+	go func() {
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			lines <- line{s.Text(), time.Now()}
+		}
+		close(lines)
+	}()
+	// Hand the attacker the rootfs path the moment mountinfo shows it.
+	stop := make(chan struct{})
+	found := make(chan string, 1)
+	go func() {
+		for {
+			for _, mp := range mountsUnder(filepath.Join(i.dir, "state", "containers")) {
+				if strings.HasSuffix(mp, "/rootfs") {
+					stdin.Write([]byte(mp + "\n"))
+					found <- mp
+					return
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	cfg := ctrConfig("planter", "set -e; cp /bin/busybox /suid; chmod 4755 /suid; echo planted; sleep 1000")
+	id := i.create(t, podID, pod, cfg)
+	created := time.Now()
+	close(stop)
+	stdin.Write([]byte("closed\n"))
+	i.startCtr(t, id)
+	waitLog(t, i.ctrStatus(t, id).LogPath, "planted", 10*time.Second)
+	stdin.Write([]byte("go\n"))
+
+	var out []line
+	var texts []string
+	for l := range lines {
+		out, texts = append(out, l), append(texts, l.text)
+		if l.text == "DONE" {
+			break
+		}
+	}
+	t.Logf("attacker (nobody): %q", texts)
+	select {
+	case mp := <-found:
+		if mp != filepath.Join(i.dir, "state", "containers", id, "rootfs") {
+			t.Fatalf("test bug: attacked %s", mp)
+		}
+	default:
+		t.Fatal("test bug: the rootfs mount never showed in mountinfo")
+	}
+	if len(out) == 0 || out[0].text != "TRYING" || !out[0].at.Before(created) {
+		t.Fatalf("test bug: the attacker was not trying while the container was created: %q", texts)
+	}
+	for _, l := range out {
+		if l.text == "OPEN" || strings.HasPrefix(l.text, "STAT -rws") || strings.HasPrefix(l.text, "READ 4") {
+			t.Errorf("user nobody opened the rootfs while the container was created: %q", texts)
+			break
+		}
+	}
+	if st, err := os.Stat(filepath.Join(i.dir, "state", "containers", id)); err != nil || st.Mode().Perm() != 0o700 || st.Sys().(*syscall.Stat_t).Gid != 0 {
+		t.Errorf("after create, the container's state directory is %v", st.Mode())
+	}
+	i.stopRemove(t, podID)
+	i.assertCtrGone(t, id)
+	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
+}
