@@ -174,7 +174,8 @@ func listen(cfg config.Config) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
+	// Search-only, so clients reach the socket by path; the socket itself is 0600.
+	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil { //nolint:gosec // see above
 		return nil, fmt.Errorf("create socket dir: %w", err)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

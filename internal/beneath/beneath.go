@@ -21,7 +21,7 @@ const NoLinks = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_N
 // no link at all (O_NOFOLLOW and O_CLOEXEC are added to flags).
 func Open(dirfd int, name string, flags int, mode uint32) (int, error) {
 	return unix.Openat2(dirfd, name, &unix.OpenHow{
-		Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Mode: uint64(mode), Resolve: NoLinks,
+		Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Mode: uint64(mode), Resolve: NoLinks, //nolint:gosec // open(2) flags: non-negative constants
 	})
 }
 
@@ -31,7 +31,7 @@ func Open(dirfd int, name string, flags int, mode uint32) (int, error) {
 // paths that name something in an image, where links are the image's own).
 func OpenInRoot(dirfd int, name string, flags int) (int, error) {
 	return unix.Openat2(dirfd, name, &unix.OpenHow{
-		Flags:   uint64(flags | unix.O_CLOEXEC),
+		Flags:   uint64(flags | unix.O_CLOEXEC), //nolint:gosec // open(2) flags: non-negative constants
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
 	})
 }
