@@ -299,7 +299,9 @@ func writeCheckpointArchive(ctx context.Context, w io.Writer, p checkpointParts)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(diff.Name())
+	// Early removal only frees space: the caller removes all of p.Tmp (and
+	// logs a failure) once the archive is written.
+	defer func() { _ = os.Remove(diff.Name()) }()
 	defer diff.Close()
 	deleted, err := writeRootfsDiff(ctx, diff, p.Upper, p.Lower)
 	if err != nil {

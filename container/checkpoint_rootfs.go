@@ -12,15 +12,19 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/internal/beneath"
 )
 
 // rootfsDiffRace, when set (tests only), runs between reading an entry's
 // metadata and opening it: where a running container can swap the entry.
 var rootfsDiffRace func(rel string)
 
-// resolveBeneath confines a lookup to its starting directory and refuses
-// symbolic links (and /proc magic links) on the way.
-const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+// maxDiffDepth bounds how deep the walk of a writable layer descends: it
+// holds one directory descriptor per level, and a container could nest
+// directories a hundred thousand deep to exhaust the daemon's descriptors.
+// No real file tree comes near it (nor could it be unpacked by path).
+const maxDiffDepth = 1000
 
 // writeRootfsDiff writes the overlay upper dir as a tar to w, without its
 // whiteouts and opaque markers; it returns what they delete from the image
@@ -28,10 +32,12 @@ const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RE
 // dirs have in it that the upper dir does not have again.
 //
 // The container runs while its layer is read and may swap any entry for a
-// symbolic link at any moment, so no path is ever resolved: each directory
-// is read through a descriptor, each entry is looked at and opened relative
-// to its directory's descriptor (openat2, beneath it, no links), and what is
-// opened must be the inode that was looked at.
+// symbolic link, a device node or a FIFO at any moment, so no path is ever
+// resolved: each directory is read through a descriptor, each entry is
+// looked at relative to its directory's descriptor (openat2, beneath it, no
+// links, O_PATH: nothing is opened yet), and only if that is still the
+// inode that was looked at, a regular file or a directory, is it opened for
+// reading (an open runs a device's driver, as host root).
 func writeRootfsDiff(ctx context.Context, w io.Writer, upper string, lower []string) ([]string, error) {
 	root, err := os.OpenFile(upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -39,7 +45,7 @@ func writeRootfsDiff(ctx context.Context, w io.Writer, upper string, lower []str
 	}
 	defer root.Close()
 	dw := &diffWalker{ctx: ctx, tw: tar.NewWriter(w), lower: lower, links: map[uint64]string{}, deleted: map[string]bool{}}
-	if err := dw.dir(root, ""); err != nil {
+	if err := dw.dir(root, "", 0); err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(dw.deleted))
@@ -60,8 +66,11 @@ type diffWalker struct {
 }
 
 // dir archives the entries of the open directory d, at rel in the layer
-// ("" for its top), in name order.
-func (dw *diffWalker) dir(d *os.File, rel string) error {
+// ("" for its top, depth 0), in name order.
+func (dw *diffWalker) dir(d *os.File, rel string, depth int) error {
+	if depth > maxDiffDepth {
+		return fmt.Errorf("%w: the writable layer nests directories more than %d deep (at %s)", ErrFailedPrecondition, maxDiffDepth, rel)
+	}
 	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", rel, err)
@@ -76,15 +85,15 @@ func (dw *diffWalker) dir(d *os.File, rel string) error {
 		if err := dw.ctx.Err(); err != nil {
 			return err
 		}
-		if err := dw.entry(d, rel, name); err != nil {
+		if err := dw.entry(d, rel, name, depth); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// entry archives the entry name of the directory d (at dirRel).
-func (dw *diffWalker) entry(d *os.File, dirRel, name string) error {
+// entry archives the entry name of the directory d (at dirRel, depth).
+func (dw *diffWalker) entry(d *os.File, dirRel, name string, depth int) error {
 	rel := filepath.Join(dirRel, name)
 	dfd := int(d.Fd())
 	var st unix.Stat_t
@@ -112,7 +121,7 @@ func (dw *diffWalker) entry(d *os.File, dirRel, name string) error {
 		}
 		return dw.tw.WriteHeader(statHeader(&st, rel, target))
 	case unix.S_IFDIR:
-		sub, now, err := openEntry(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY, &st)
+		sub, now, err := openEntry(dfd, name, &st)
 		if sub == nil {
 			return err
 		}
@@ -120,7 +129,7 @@ func (dw *diffWalker) entry(d *os.File, dirRel, name string) error {
 		if err := dw.tw.WriteHeader(statHeader(&now, rel, "")); err != nil {
 			return err
 		}
-		return dw.dir(sub, rel)
+		return dw.dir(sub, rel, depth+1)
 	case unix.S_IFREG:
 		return dw.file(dfd, name, rel, &st)
 	}
@@ -136,8 +145,7 @@ func (dw *diffWalker) file(dfd int, name, rel string, st *unix.Stat_t) error {
 			return dw.tw.WriteHeader(hdr)
 		}
 	}
-	// O_NONBLOCK: a FIFO swapped in must not block the open.
-	f, now, err := openEntry(dfd, name, unix.O_RDONLY|unix.O_NONBLOCK, st)
+	f, now, err := openEntry(dfd, name, st)
 	if f == nil {
 		return err
 	}
@@ -158,30 +166,39 @@ func (dw *diffWalker) file(dfd int, name, rel string, st *unix.Stat_t) error {
 	return err
 }
 
-// openEntry opens name in the directory dfd, beneath it and without
-// following a link, and checks that it is still the inode st describes. It
-// returns a nil file (and no error) when the entry went or changed: the
-// container runs, and an entry swapped for a link is simply not archived.
-func openEntry(dfd int, name string, flags int, st *unix.Stat_t) (*os.File, unix.Stat_t, error) {
+// openEntry opens the regular file or directory name in the directory dfd
+// for reading, if it is still the inode st describes. It looks first, with
+// an O_PATH descriptor (beneath dfd, following no link, opening nothing),
+// and opens that inode only then, through /proc/self/fd: a device node or a
+// FIFO swapped in is never opened. It returns a nil file (and no error) when
+// the entry went or changed: the container runs, and an entry swapped for
+// something else is simply not archived.
+func openEntry(dfd int, name string, st *unix.Stat_t) (*os.File, unix.Stat_t, error) {
 	var now unix.Stat_t
-	fd, err := unix.Openat2(dfd, name, &unix.OpenHow{
-		Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC), Resolve: resolveBeneath,
-	})
+	pfd, err := beneath.Open(dfd, name, unix.O_PATH, 0)
 	if err != nil {
-		for _, gone := range []error{unix.ENOENT, unix.ELOOP, unix.ENOTDIR, unix.ENXIO, unix.EXDEV} {
+		for _, gone := range []error{unix.ENOENT, unix.ELOOP, unix.ENOTDIR, unix.EXDEV} {
 			if errors.Is(err, gone) {
 				return nil, now, nil
 			}
 		}
 		return nil, now, fmt.Errorf("open %s: %w", name, err)
 	}
-	if err := unix.Fstat(fd, &now); err != nil {
-		unix.Close(fd)
+	defer unix.Close(pfd)
+	if err := unix.Fstat(pfd, &now); err != nil {
 		return nil, now, err
 	}
-	if now.Ino != st.Ino || now.Dev != st.Dev || now.Mode&unix.S_IFMT != st.Mode&unix.S_IFMT {
-		unix.Close(fd)
+	typ := now.Mode & unix.S_IFMT
+	if now.Ino != st.Ino || now.Dev != st.Dev || typ != st.Mode&unix.S_IFMT || (typ != unix.S_IFREG && typ != unix.S_IFDIR) {
 		return nil, now, nil
+	}
+	flags := unix.O_RDONLY
+	if typ == unix.S_IFDIR {
+		flags |= unix.O_DIRECTORY
+	}
+	fd, err := beneath.Reopen(pfd, flags)
+	if err != nil {
+		return nil, now, fmt.Errorf("open %s: %w", name, err)
 	}
 	return os.NewFile(uintptr(fd), name), now, nil
 }
@@ -265,9 +282,7 @@ func lowerNames(l, rel string) []string {
 		return nil
 	}
 	defer unix.Close(root)
-	fd, err := unix.Openat2(root, rel, &unix.OpenHow{
-		Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolveBeneath,
-	})
+	fd, err := beneath.Open(root, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil
 	}

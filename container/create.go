@@ -216,11 +216,12 @@ func (c *creation) buildSpec(context.Context) error {
 // sets up the rootfs, pivots into it and waits for Start. The init of a
 // container in a pod user namespace reaches its rootfs by path as an
 // unprivileged host user, so the container's state directory is searchable
-// only meanwhile (see hostdirs.go).
+// by the pod's root group only meanwhile (see hostdirs.go).
 func (c *creation) createInMonitor(ctx context.Context) error {
-	if c.pod.UserNS != nil {
-		if err := c.m.openRootfsPath(c.rec.ID); err != nil {
-			return err
+	if u := c.pod.UserNS; u != nil {
+		_, gid := u.HostRoot()
+		if err := c.m.openRootfsPath(c.rec.ID, gid); err != nil {
+			return errors.Join(err, c.m.closeRootfsPath(c.rec.ID))
 		}
 	}
 	err := c.callCreate(ctx)

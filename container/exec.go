@@ -129,16 +129,16 @@ func waitExec(ctx context.Context, p *libcontainer.Process, timeout time.Duratio
 	case <-ctx.Done():
 		cause = ctx.Err()
 	}
-	p.Signal(syscall.SIGKILL)
+	_ = p.Signal(syscall.SIGKILL) // it may have exited already; <-done reaps it either way
 	<-done
 	return 0, cause
 }
 
 func exitStatus(ps *os.ProcessState) int32 {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return int32(128 + int(ws.Signal()))
+		return int32(128 + int(ws.Signal())) //nolint:gosec // a signal number is below 65
 	}
-	return int32(ps.ExitCode())
+	return int32(ps.ExitCode()) //nolint:gosec // an exit status is 0..255 (or -1)
 }
 
 // attachOutput gives p pipes for stdout and stderr whose read ends are
@@ -165,7 +165,7 @@ func attachOutput(p *libcontainer.Process, stdout, stderr io.Writer) (*drain, er
 		d.wg.Add(1)
 		go func(dst io.Writer) {
 			defer d.wg.Done()
-			io.Copy(dst, r)
+			_, _ = io.Copy(dst, r) // ends when the pipe closes or the client is gone
 		}(pair.w)
 	}
 	return d, nil

@@ -58,8 +58,10 @@ func (m *Manager) Exec(ctx context.Context, id string, cmd []string, sio StreamI
 		return 0, fmt.Errorf("exec in container %s: %w", id, err)
 	}
 	if err := s.started(); err != nil {
-		p.Signal(unix.SIGKILL)
-		p.Wait()
+		// The session failed to start: kill and reap the process; the
+		// session's error is the one to report.
+		_ = p.Signal(unix.SIGKILL)
+		_, _ = p.Wait()
 		return 0, fmt.Errorf("exec in container %s: %w", id, err)
 	}
 	code, err := waitExec(ctx, p, 0)
@@ -177,7 +179,7 @@ func (s *execSession) copyOut(w io.Writer, r *os.File) {
 		defer s.copiers.Done()
 		if _, err := io.Copy(w, r); err != nil && !isEndOfTerminal(err) {
 			s.failed()
-			io.Copy(io.Discard, r)
+			_, _ = io.Copy(io.Discard, r) // drain so the process never blocks on a full pipe
 		}
 	}()
 }
@@ -191,7 +193,9 @@ func isEndOfTerminal(err error) bool {
 // copyStdin copies the client's stdin; closeAtEOF closes the pipe then (a
 // terminal stays open: it carries the output too).
 func copyStdin(dst *os.File, src io.Reader, closeAtEOF bool) {
-	io.Copy(dst, src)
+	// An error is the client going away or the process closing its stdin:
+	// either way there is no more input to give it.
+	_, _ = io.Copy(dst, src)
 	if closeAtEOF {
 		dst.Close()
 	}
@@ -204,7 +208,9 @@ func (s *execSession) resizeLoop() {
 			if !ok {
 				return
 			}
-			unix.IoctlSetWinsize(int(s.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: sz.Width, Row: sz.Height})
+			// Fails only once the terminal is gone (the process exited):
+			// there is nothing left to resize.
+			_ = unix.IoctlSetWinsize(int(s.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: sz.Width, Row: sz.Height})
 		case <-s.stop:
 			return
 		}

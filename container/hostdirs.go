@@ -24,12 +24,17 @@ import (
 // namespace: it runs as the pod's root, an unprivileged host user, and
 // libcontainer has it bind-mount and pivot into the rootfs by path, so it
 // must be able to search <state>, <state>/containers and
-// <state>/containers/<id>. The last is opened (hostdir.Traversable) only
-// while the monitor creates the container, and closed again as soon as the
-// init is in its own root (see creation.createInMonitor). In that window
-// the rootfs holds only the image, seen through idmapped views (setuid
-// files show owned by the pod's unprivileged host IDs), and an empty upper
-// dir; the idmapped views and image volumes sit in private subdirectories
+// <state>/containers/<id>. The first two are searchable by all (0711, not
+// listable); the last is opened only to the pod's root group (root:<the
+// host GID of the pod's GID 0>, 0710: the init walks with that fsgid) and
+// only while the monitor creates the container, then made root's 0700 again
+// as soon as the init is in its own root (see creation.createInMonitor; a
+// restart closes what a crash left open). Opened to all, a local user could
+// open the rootfs in that window and keep the descriptor for the life of
+// the container. In the window the rootfs holds only the image, seen
+// through idmapped views (setuid files show owned by the pod's unprivileged
+// host IDs), and an empty upper dir; the idmapped views and image volumes
+// sit in private subdirectories
 // (libcontainer hands bind-mount sources it cannot reach to the init as
 // file descriptors). Other bind-mount sources (pod files, /dev/shm) are
 // reached the same way, so their directories stay private too.
@@ -58,12 +63,13 @@ func (m *Manager) ensureDirs() error {
 	return nil
 }
 
-// openRootfsPath lets the init of a container in a pod user namespace walk
-// to its rootfs; closeRootfsPath takes that back. See above.
-func (m *Manager) openRootfsPath(id string) error {
-	return os.Chmod(m.ctrStateDir(id), hostdir.Traversable)
+// openRootfsPath lets the init of a container in a pod user namespace,
+// whose root is the host group gid, walk to its rootfs; closeRootfsPath
+// takes that back. See above.
+func (m *Manager) openRootfsPath(id string, gid int) error {
+	return hostdir.OpenToGroup(m.ctrStateDir(id), gid)
 }
 
 func (m *Manager) closeRootfsPath(id string) error {
-	return os.Chmod(m.ctrStateDir(id), hostdir.Private)
+	return hostdir.Close(m.ctrStateDir(id), nil, hostdir.Private)
 }

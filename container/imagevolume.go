@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/internal/beneath"
 	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/mounts"
 )
@@ -112,7 +113,9 @@ func acquireImageVolumes(images Images, holder string, cri []Mount, dir, usernsP
 // mountImageLayers mounts an overlay of the image's layers, lower dirs
 // only, so that it is read-only and writes nothing to the layers.
 func mountImageLayers(img image.Image, target string) error {
-	if err := os.Mkdir(target, 0o755); err != nil {
+	// A mount point (in a 0700 directory): the overlay mounted on it shows
+	// the image's root mode, this one is hidden.
+	if err := os.Mkdir(target, 0o755); err != nil { //nolint:gosec // see above
 		return fmt.Errorf("create image volume mount point: %w", err)
 	}
 	layers := img.Layers
@@ -149,15 +152,12 @@ func resolveSubPath(root, sub string) (string, error) {
 	if sub == "" {
 		return root, nil
 	}
-	fd, err := unix.Openat2(unix.AT_FDCWD, root, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY})
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return "", fmt.Errorf("open image volume root: %w", err)
 	}
 	defer unix.Close(fd)
-	sfd, err := unix.Openat2(fd, sub, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
-	})
+	sfd, err := beneath.OpenInRoot(fd, sub, unix.O_PATH)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 		return "", fmt.Errorf("%w: image sub path %q does not exist in the image", ErrInvalid, sub)
 	}

@@ -138,7 +138,7 @@ func (m *Manager) killDirectly(c *Container) (*monitor.Exit, error) {
 
 // exited is s moved to exited with the given exit.
 func exited(s Status, e *monitor.Exit) Status {
-	s.State, s.ExitCode, s.FinishedAt = StateExited, int32(e.Code), e.FinishedAt
+	s.State, s.ExitCode, s.FinishedAt = StateExited, int32(e.Code), e.FinishedAt //nolint:gosec // an exit status: 0..255, or 128+signal
 	switch {
 	case e.OOMKilled:
 		s.Reason = ReasonOOMKilled
@@ -289,7 +289,9 @@ func (m *Manager) destroy(ctx context.Context, id, monitorDir string) error {
 	if err != nil {
 		return nil // no libcontainer state: nothing to destroy
 	}
-	lc.Signal(syscall.SIGKILL)
+	// Destroy kills what is left of the container itself; this SIGKILL only
+	// hurries it, and fails when nothing runs any more.
+	_ = lc.Signal(syscall.SIGKILL)
 	if err := lc.Destroy(); err != nil {
 		return fmt.Errorf("destroy container %s: %w", id, err)
 	}

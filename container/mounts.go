@@ -221,7 +221,10 @@ func buildMounts(in *SpecInput, cgroupNS bool) ([]specs.Mount, string, error) {
 			if !errors.Is(err, os.ErrNotExist) {
 				return nil, "", fmt.Errorf("failed to stat %q: %w", src, err)
 			}
-			if err := os.MkdirAll(src, 0o755); err != nil {
+			// 0755 as containerd (and the kubelet's hostPath
+			// DirectoryOrCreate) create it: the container's user, often not
+			// root, must be able to use it.
+			if err := os.MkdirAll(src, 0o755); err != nil { //nolint:gosec // see above
 				return nil, "", fmt.Errorf("failed to mkdir %q: %w", src, err)
 			}
 		}

@@ -48,7 +48,12 @@ func (m *Manager) recoverOne(ctx context.Context, rec Record) {
 		m.reacquireImageVolumes(rec)
 		c := m.newContainer(rec)
 		m.store.add(c)
-		m.names.reserve(nameKey(rec.PodID, rec.Config), id)
+		if err := m.names.reserve(nameKey(rec.PodID, rec.Config), id); err != nil {
+			// Two records with one pod and name (state written by something
+			// else, or a corrupt record): the first keeps the name, this one
+			// stays listed and removable under its ID.
+			m.log.Warn("recovered container's name is already taken", "container", id, "pod", rec.PodID, "err", err)
+		}
 		m.log.Info("recovered container", "container", id, "pod", rec.PodID, "state", m.refresh(c).State)
 	}
 }

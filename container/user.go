@@ -109,9 +109,33 @@ func buildUser(rootfs string, sec *Security, imageUser string) (specs.User, erro
 	return u, nil
 }
 
+// maxID is the largest uid or gid accepted: runc's limit, which containerd
+// follows.
+const maxID = math.MaxInt32
+
+// imageID checks an id read from the image's /etc/passwd or /etc/group: the
+// parser accepts any int there, and a hostile image must not turn
+// 4294967296 into uid 0 or -1 into 4294967295 by wrapping.
+func imageID(v int, file, name string) (uint32, error) {
+	if v < 0 || v > maxID {
+		return 0, fmt.Errorf("%w: %s entry %q has id %d out of range 0..%d", ErrInvalid, file, name, v, maxID)
+	}
+	return uint32(v), nil
+}
+
+// passwdIDs returns the checked uid and gid of an /etc/passwd entry.
+func passwdIDs(usr user.User) (uid, gid uint32, err error) {
+	if uid, err = imageID(usr.Uid, "/etc/passwd", usr.Name); err != nil {
+		return 0, 0, err
+	}
+	if gid, err = imageID(usr.Gid, "/etc/passwd", usr.Name); err != nil {
+		return 0, 0, err
+	}
+	return uid, gid, nil
+}
+
 // resolveUser mirrors containerd's oci.WithUser for a Linux rootfs.
 func resolveUser(rootfs, userstr string, u *specs.User) error {
-	const maxID = math.MaxInt32 // runc's limit, which containerd follows
 	parseID := func(s, what string) (uint32, bool, error) {
 		v, err := strconv.Atoi(s)
 		if err != nil {
@@ -138,8 +162,8 @@ func resolveUser(rootfs, userstr string, u *specs.User) error {
 			if err != nil {
 				return userErr(userstr, err)
 			}
-			u.UID, u.GID = uint32(usr.Uid), uint32(usr.Gid)
-			return nil
+			u.UID, u.GID, err = passwdIDs(usr)
+			return err
 		}
 		// A uid: take its primary group from /etc/passwd; gid 0 when the
 		// uid (or the file) does not exist.
@@ -151,8 +175,8 @@ func resolveUser(rootfs, userstr string, u *specs.User) error {
 			}
 			return err
 		}
-		u.UID, u.GID = uint32(usr.Uid), uint32(usr.Gid)
-		return nil
+		u.UID, u.GID, err = passwdIDs(usr)
+		return err
 	case 2:
 		uid, uidNumeric, err := parseID(parts[0], "uid")
 		if err != nil {
@@ -174,14 +198,18 @@ func resolveUser(rootfs, userstr string, u *specs.User) error {
 			if err != nil {
 				return userErr(userstr, err)
 			}
-			uid = uint32(usr.Uid)
+			if uid, err = imageID(usr.Uid, "/etc/passwd", usr.Name); err != nil {
+				return err
+			}
 		}
 		if groupname != "" {
 			grp, err := lookupGroup(rootfs, func(g user.Group) bool { return g.Name == groupname })
 			if err != nil {
 				return userErr(userstr, err)
 			}
-			gid = uint32(grp.Gid)
+			if gid, err = imageID(grp.Gid, "/etc/group", grp.Name); err != nil {
+				return err
+			}
 		}
 		u.UID, u.GID = uid, gid
 		return nil
@@ -226,7 +254,11 @@ func imageGroupsOf(rootfs, userstr string) ([]uint32, error) {
 	}
 	gids := make([]uint32, 0, len(groups))
 	for _, g := range groups {
-		gids = append(gids, uint32(g.Gid))
+		gid, err := imageID(g.Gid, "/etc/group", g.Name)
+		if err != nil {
+			return nil, err
+		}
+		gids = append(gids, gid)
 	}
 	return gids, nil
 }

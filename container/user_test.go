@@ -115,3 +115,46 @@ func TestBuildSpecUser(t *testing.T) {
 	_, err := BuildSpec(in)
 	wantInvalid(t, err)
 }
+
+// A hostile image's /etc/passwd or /etc/group may give a name an id beyond
+// uint32 or below 0: converted unchecked, 4294967296 wraps to uid 0 (root) and
+// -1 to 4294967295. Such ids are refused, as numeric USER values are.
+func TestBuildUserImageIDOutOfRange(t *testing.T) {
+	rootfs := t.TempDir()
+	writeFile(t, filepath.Join(rootfs, "etc/passwd"),
+		"wrap:x:4294967296:1000::/:/bin/sh\n"+
+			"wrapgid:x:1000:4294967296::/:/bin/sh\n"+
+			"neg:x:-1:1000::/:/bin/sh\n"+
+			"big:x:2147483648:1000::/:/bin/sh\n"+
+			"ok:x:1000:1000::/:/bin/sh\n"+
+			"okgid:x:1000:1000::/:/bin/sh\n")
+	writeFile(t, filepath.Join(rootfs, "etc/group"),
+		"wrapgrp:x:4294967296:\n"+
+			"neggrp:x:-5:\n"+
+			"member:x:4294967297:ok\n"+
+			"fine:x:20:\n")
+	for _, tt := range []struct {
+		name string
+		sec  Security
+		user string
+	}{
+		{name: "uid wraps to 0", user: "wrap"},
+		{name: "gid wraps to 0", user: "wrapgid"},
+		{name: "negative uid", user: "neg"},
+		{name: "uid above MaxInt32", user: "big"},
+		{name: "name:group with wrapping uid", user: "wrap:fine"},
+		{name: "group wraps to 0", user: "1000:wrapgrp"},
+		{name: "negative group", user: "1000:neggrp"},
+		{name: "uid looked up by number with wrapping gid", user: "1000", sec: Security{SupplementalGroupsPolicy: GroupsStrict}},
+		{name: "merged membership wraps to gid 1", user: "ok"},
+		{name: "run as username wraps", sec: Security{RunAsUsername: "wrap"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := buildUser(rootfs, &tt.sec, tt.user)
+			if err == nil {
+				t.Fatalf("user %q resolved to %+v, want an error", tt.user, u)
+			}
+			wantInvalid(t, err)
+		})
+	}
+}

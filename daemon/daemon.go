@@ -35,28 +35,13 @@ func Run(cfg config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	exe, err := os.Executable()
+	exe, pause, err := programs(cfg)
 	if err != nil {
-		return fmt.Errorf("find own executable: %w", err)
-	}
-	pause := cfg.PausePath
-	if pause == "" {
-		pause = filepath.Join(filepath.Dir(exe), "minicri-pause")
-	}
-	if _, err := os.Stat(pause); err != nil {
-		return fmt.Errorf("pause program: %w", err)
-	}
-	// Root holds writable layers, unpacked layers and records: root only.
-	// State holds rootfs mounts, which the init of a container in a pod
-	// user namespace walks to as an unprivileged host user: searchable,
-	// with each container's own directory closed (see container.Manager).
-	if err := hostdir.Ensure(cfg.Root, hostdir.Private); err != nil {
 		return err
 	}
-	if err := hostdir.Ensure(cfg.State, hostdir.Traversable); err != nil {
+	if cfg, err = hostDirs(cfg, log); err != nil {
 		return err
 	}
-	warnUntraversable(log, cfg.State)
 	net, err := network.NewManager(network.Config{
 		ConfDir:        cfg.Network.ConfDir,
 		BinDirs:        cfg.Network.BinDirs,
@@ -114,24 +99,73 @@ func Run(cfg config.Config) error {
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
 		Streaming: stream, Events: bus, Log: log,
 		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen}})
-	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.StreamInterceptor(srv.StreamInterceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
-	srv.Register(g)
-
 	ln, err := listen(cfg)
 	if err != nil {
 		return err
 	}
 	log.Info("minicri serving", "listen", cfg.Listen, "root", cfg.Root, "state", cfg.State, "pause", pause, "streaming", stream.URL())
+	err = serve(ctx, ln, srv, log)
+	noPods := len(sandboxes.List(sandbox.Filter{})) == 0
+	return errors.Join(err, stream.Stop(), sandboxes.Close(), net.Close(noPods))
+}
+
+// programs finds minicri's own executable and the pause program.
+func programs(cfg config.Config) (exe, pause string, err error) {
+	exe, err = os.Executable()
+	if err != nil {
+		return "", "", fmt.Errorf("find own executable: %w", err)
+	}
+	pause = cfg.PausePath
+	if pause == "" {
+		pause = filepath.Join(filepath.Dir(exe), "minicri-pause")
+	}
+	if _, err := os.Stat(pause); err != nil {
+		return "", "", fmt.Errorf("pause program: %w", err)
+	}
+	return exe, pause, nil
+}
+
+// hostDirs makes the root and state directories and returns cfg with their
+// real paths. Root holds writable layers, unpacked layers and records: root
+// only. State holds rootfs mounts, which the init of a container in a pod
+// user namespace walks to as an unprivileged host user: searchable, with
+// each container's own directory closed (see container.Manager). Either
+// may be a symbolic link the operator made (to move it to another disk):
+// it is resolved once, here, and everything below is checked never to be a
+// link.
+func hostDirs(cfg config.Config, log *slog.Logger) (config.Config, error) {
+	var err error
+	if cfg.Root, err = hostdir.Resolve(cfg.Root, hostdir.Private); err != nil {
+		return cfg, err
+	}
+	if cfg.State, err = hostdir.Resolve(cfg.State, hostdir.Traversable); err != nil {
+		return cfg, err
+	}
+	if err := hostdir.Ensure(cfg.Root, hostdir.Private); err != nil {
+		return cfg, err
+	}
+	if err := hostdir.Ensure(cfg.State, hostdir.Traversable); err != nil {
+		return cfg, err
+	}
+	warnUntraversable(log, cfg.State)
+	return cfg, nil
+}
+
+// serve serves CRI on ln until it fails or ctx ends (SIGINT, SIGTERM),
+// then stops gracefully.
+func serve(ctx context.Context, ln net.Listener, srv *server.Server, log *slog.Logger) error {
+	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.StreamInterceptor(srv.StreamInterceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
+	srv.Register(g)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(ln) }()
+	var err error
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
 		log.Info("shutting down")
 		g.GracefulStop()
 	}
-	noPods := len(sandboxes.List(sandbox.Filter{})) == 0
-	return errors.Join(err, stream.Stop(), sandboxes.Close(), net.Close(noPods))
+	return err
 }
 
 // listen opens the unix socket, root-owned with mode 0660.
@@ -140,7 +174,8 @@ func listen(cfg config.Config) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
+	// Search-only, so clients reach the socket by path; the socket itself is 0600.
+	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil { //nolint:gosec // see above
 		return nil, fmt.Errorf("create socket dir: %w", err)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -12,10 +12,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+	dref "github.com/distribution/reference"
 )
 
 // DefaultRegistryConfigPath is where hosts.toml files are looked up when the
@@ -94,12 +96,36 @@ func defaultServer(host string) string {
 	}
 }
 
+// hostRE is the reference grammar's host[:port] (a DNS name, an IPv4 or a
+// bracketed IPv6 address, optional port), anchored.
+var hostRE = regexp.MustCompile(`^(?:` + dref.DomainRegexp.String() + `)$`)
+
+// checkHost refuses a registry host outside the reference grammar. The host
+// names a directory under the config directory and goes into the registry
+// URL: "..", "a/b" or "" would reach <certs.d>/../hosts.toml or another URL
+// path. parseReference only returns grammar hosts; this keeps any other
+// caller from reaching outside certs.d (defence in depth).
+func checkHost(host string) error {
+	if !hostRE.MatchString(host) {
+		return fmt.Errorf("%w: registry host %q", ErrInvalidReference, host)
+	}
+	return nil
+}
+
 // hostDirs are the candidate config directories for host, as containerd
 // looks them up: "<host>", then "<host>_<port>_" for hosts with a port.
+// host has passed checkHost; a name that is not a single local path
+// element is skipped all the same.
 func hostDirs(root, host string) []string {
-	dirs := []string{filepath.Join(root, host)}
+	names := []string{host}
 	if i := strings.LastIndex(host, ":"); i > 0 {
-		dirs = append(dirs, filepath.Join(root, host[:i]+"_"+host[i+1:]+"_"))
+		names = append(names, host[:i]+"_"+host[i+1:]+"_")
+	}
+	var dirs []string
+	for _, n := range names {
+		if filepath.IsLocal(n) && !strings.ContainsRune(n, filepath.Separator) {
+			dirs = append(dirs, filepath.Join(root, n))
+		}
 	}
 	return dirs
 }
@@ -108,6 +134,9 @@ func hostDirs(root, host string) []string {
 // <configDir>/<host>/hosts.toml (or of _default/hosts.toml) in file order,
 // then the server. No file means the upstream alone.
 func loadEndpoints(configDir, host string) ([]endpoint, error) {
+	if err := checkHost(host); err != nil {
+		return nil, err
+	}
 	if configDir != "" {
 		for _, dir := range append(hostDirs(configDir, host), filepath.Join(configDir, "_default")) {
 			file := filepath.Join(dir, "hosts.toml")

@@ -151,7 +151,9 @@ func filterLayer(in io.Reader, out io.Writer, lc *layerCharge) error {
 		if err := tw.WriteHeader(hdr); err != nil {
 			return fmt.Errorf("entry %q: %w", sanitizeRemote(hdr.Name, 200), err)
 		}
-		if _, err := io.Copy(cw, tr); err != nil { //nolint:gosec // G110: chargeWriter bounds it
+		// cw charges every byte to the pull's limits and stops at the
+		// first one over (ErrLayerTooLarge): no decompression bomb gets through.
+		if _, err := io.Copy(cw, tr); err != nil { //nolint:gosec // see above
 			return err
 		}
 	}

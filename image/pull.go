@@ -424,7 +424,7 @@ func (p *puller) pull(ctx context.Context) (Image, error) {
 	}
 	topDigest := mb.digest.String()
 	blobs := []string{topDigest}
-	var manifestSize int64 = int64(len(mb.data))
+	manifestSize := int64(len(mb.data))
 	for depth := 0; mb.mediaType.IsIndex(); depth++ {
 		if depth > 2 {
 			return Image{}, errors.New("nested image indexes are too deep")
@@ -502,6 +502,11 @@ func (p *puller) pull(ctx context.Context) (Image, error) {
 	for i, l := range m.Layers {
 		if l.Digest.Algorithm != "sha256" || diffIDs[i].Algorithm != "sha256" {
 			return Image{}, fmt.Errorf("layer %s: only sha256 digests are supported", l.Digest)
+		}
+		if l.Size < 0 {
+			// It would skip the download's size check and be subtracted
+			// (wrapping) from the image's size.
+			return Image{}, fmt.Errorf("layer %s: negative size %d", l.Digest, l.Size)
 		}
 		rec.Layers = append(rec.Layers, layerRecord{
 			Digest: l.Digest.String(), DiffID: diffIDs[i].String(), MediaType: string(l.MediaType), Size: l.Size,

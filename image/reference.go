@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	dref "github.com/distribution/reference"
 )
 
 // dockerHub is the canonical name of Docker Hub in image references, as
@@ -43,44 +43,35 @@ func NormalizeReference(ref string) (string, error) {
 	return r.String(), nil
 }
 
+// parseReference parses a reference the way containerd does
+// (github.com/distribution/reference ParseDockerRef): the whole normalised
+// name must match the reference grammar, so no path element is empty, "."
+// or "..", the registry is a host[:port], the tag matches [\w][\w.-]{0,127}
+// and the normalised name is at most 255 characters. The registry and the
+// repository are used as paths (certs.d/<registry>/hosts.toml, the
+// registry's /v2/<repo>/ URLs): nothing outside the grammar may get there.
 func parseReference(s string) (reference, error) {
 	orig := s
 	if s == "" || strings.TrimSpace(s) != s {
 		return reference{}, fmt.Errorf("%w: %q", ErrInvalidReference, orig)
 	}
-	var digest string
-	if i := strings.Index(s, "@"); i >= 0 {
-		digest = s[i+1:]
-		s = s[:i]
-		// Drop a tag in "name:tag@digest": the digest wins.
-		if j := strings.LastIndex(s, ":"); j > strings.LastIndex(s, "/") {
-			s = s[:j]
-		}
-		if !isSHA256Digest(digest) {
-			return reference{}, fmt.Errorf("%w: %q: bad digest", ErrInvalidReference, orig)
-		}
-	}
-	var r name.Reference
-	var err error
-	if digest != "" {
-		r, err = name.NewDigest(s+"@"+digest, name.WeakValidation)
-	} else {
-		r, err = name.NewTag(s, name.WeakValidation)
-	}
+	named, err := dref.ParseNormalizedNamed(s)
 	if err != nil {
 		return reference{}, fmt.Errorf("%w: %q: %v", ErrInvalidReference, orig, err)
 	}
-	out := reference{
-		Registry: r.Context().RegistryStr(),
-		Repo:     r.Context().RepositoryStr(),
-	}
-	if out.Registry == name.DefaultRegistry {
-		out.Registry = dockerHub
-	}
-	if digest != "" {
-		out.Digest = digest
-	} else {
-		out.Tag = r.Identifier()
+	out := reference{Registry: dref.Domain(named), Repo: dref.Path(named)}
+	switch r := named.(type) {
+	case dref.Digested:
+		// A tag next to a digest is dropped: the digest wins.
+		d := r.Digest().String()
+		if !isSHA256Digest(d) {
+			return reference{}, fmt.Errorf("%w: %q: bad digest", ErrInvalidReference, orig)
+		}
+		out.Digest = d
+	case dref.Tagged:
+		out.Tag = r.Tag()
+	default:
+		out.Tag = "latest"
 	}
 	return out, nil
 }

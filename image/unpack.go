@@ -66,7 +66,10 @@ func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string, lim
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
+	// A layer's root is an overlay lower dir, so part of the container's
+	// "/": a non-root container user must search it. The layer store above it
+	// is 0700 (nothing there is reachable by host users).
+	if err := os.Chmod(tmp, 0o755); err != nil { //nolint:gosec // see above
 		return "", err
 	}
 	compressed := &countingReader{r: &ctxReader{ctx: ctx, r: r}, n: &lim.compressed}

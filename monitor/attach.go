@@ -44,7 +44,7 @@ const attachQueue = 1024
 func writeFrame(w io.Writer, kind byte, data []byte) error {
 	buf := make([]byte, 5+len(data))
 	buf[0] = kind
-	binary.BigEndian.PutUint32(buf[1:5], uint32(len(data)))
+	binary.BigEndian.PutUint32(buf[1:5], uint32(len(data))) //nolint:gosec // data is one read buffer (32 KiB) or chunk, far below 4 GiB
 	copy(buf[5:], data)
 	_, err := w.Write(buf)
 	return err
@@ -108,7 +108,9 @@ func (m *monitor) attach(conn net.Conn, br *bufio.Reader, req Request) {
 		err = errors.New("attach: no streams named")
 	}
 	if err != nil {
-		json.NewEncoder(conn).Encode(Response{Error: err.Error()})
+		if werr := json.NewEncoder(conn).Encode(Response{Error: err.Error()}); werr != nil {
+			m.log.Debug("attach refusal not delivered", "container", req.ID, "reason", err, "err", werr)
+		}
 		return
 	}
 	if err := json.NewEncoder(conn).Encode(Response{Container: k.info()}); err != nil {
@@ -214,7 +216,9 @@ func (k *ctr) writeStdin(p []byte) {
 	k.stdinMu.Lock()
 	defer k.stdinMu.Unlock()
 	if k.stdin != nil {
-		k.stdin.Write(p)
+		// Fails once the container closed its stdin or exited: input for
+		// it has nowhere to go, and the attach session carries on.
+		_, _ = k.stdin.Write(p)
 	}
 }
 
@@ -272,16 +276,23 @@ func Attach(ctx context.Context, sock, id string, s Streams) error {
 	if s.Stdin != nil {
 		go pumpStdin(conn, s.Stdin)
 	}
-	done := make(chan error, 1)
-	go func() { done <- demux(br, s.Stdout, s.Stderr) }()
+	// done is closed once demux has returned, with its error in demuxErr.
+	var demuxErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		demuxErr = demux(br, s.Stdout, s.Stderr)
+	}()
 	select {
-	case err = <-done:
+	case <-done:
+		return demuxErr
 	case <-ctx.Done():
+		// The client went away: closing conn ends demux with a read error
+		// that only says so; wait for it so nothing writes to s afterwards.
 		conn.Close()
 		<-done
-		err = nil
+		return nil
 	}
-	return err
 }
 
 func openAttach(ctx context.Context, sock, id string, s Streams) (net.Conn, *bufio.Reader, error) {
@@ -326,7 +337,8 @@ func pumpStdin(conn net.Conn, in io.Reader) {
 			return
 		}
 		if err != nil {
-			writeFrame(conn, frameStdinClose, nil)
+			// Best effort: a failed write means the session is over anyway.
+			_ = writeFrame(conn, frameStdinClose, nil)
 			return
 		}
 	}

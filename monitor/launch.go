@@ -45,10 +45,14 @@ func Launch(ctx context.Context, exe string, spec Spec) (State, error) {
 	if err != nil {
 		return State{}, fmt.Errorf("start monitor: %w", err)
 	}
-	go cmd.Wait() // the intermediate exits at once; reap it
+	// The intermediate exits at once (it reports through the pipe, not its
+	// status): reap it.
+	go func() { _ = cmd.Wait() }()
 
 	if dl, ok := ctx.Deadline(); ok {
-		r.SetReadDeadline(dl)
+		if err := r.SetReadDeadline(dl); err != nil {
+			return State{}, fmt.Errorf("wait for monitor of pod %s: %w", spec.PodID, err)
+		}
 	}
 	line, err := bufio.NewReader(r).ReadBytes('\n')
 	if err != nil {

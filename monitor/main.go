@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -62,7 +63,11 @@ func detach(dir string, readyPipe *os.File) int {
 }
 
 func reportf(readyPipe *os.File, st State, format string, a ...any) {
-	json.NewEncoder(readyPipe).Encode(ready{Error: fmt.Sprintf(format, a...), State: st})
+	msg := fmt.Sprintf(format, a...)
+	if err := json.NewEncoder(readyPipe).Encode(ready{Error: msg, State: st}); err != nil {
+		// The daemon stopped waiting; the monitor's log (stderr) keeps it.
+		slog.Error("cannot report monitor failure to the daemon", "failure", msg, "err", err)
+	}
 }
 
 // monitor is the state of the running monitor process.
@@ -98,11 +103,17 @@ func serve(dir string, readyPipe *os.File) int {
 	}
 	ln, err := listen(SocketPath(dir))
 	if err != nil {
-		proc.KillRef(st.Pause, 5*time.Second)
+		if kerr := proc.KillRef(st.Pause, 5*time.Second); kerr != nil {
+			log.Error("cannot kill the pause after a failed start", "pid", st.Pause.PID, "err", kerr)
+		}
 		reportf(readyPipe, st, "%v", err)
 		return 1
 	}
-	json.NewEncoder(readyPipe).Encode(ready{State: st})
+	if err := json.NewEncoder(readyPipe).Encode(ready{State: st}); err != nil {
+		// The daemon gave up waiting: it treats the pod as failed and stops
+		// this monitor through its socket or kills it by its recorded PID.
+		log.Warn("cannot report readiness to the daemon", "err", err)
+	}
 	readyPipe.Close()
 	log.Info("monitor ready", "pause_pid", st.Pause.PID, "monitor_pid", st.Monitor.PID)
 
@@ -110,7 +121,9 @@ func serve(dir string, readyPipe *os.File) int {
 	go m.accept(ln)
 	<-m.stop
 	ln.Close()
-	os.Remove(SocketPath(dir))
+	if err := os.Remove(SocketPath(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Warn("cannot remove monitor socket", "err", err)
+	}
 	log.Info("monitor exiting")
 	return 0
 }
@@ -145,11 +158,11 @@ func (m *monitor) start() (State, error) {
 	m.pause.Ref = ref
 	go m.reapPause(cmd)
 	if err := atomicfile.WriteJSON(StatePath(m.spec.Dir), st); err != nil {
-		cmd.Process.Kill()
+		m.killStartedPause(cmd)
 		return st, err
 	}
 	if err := placePause(m.spec.Pause, ref.PID, m.log); err != nil {
-		cmd.Process.Kill()
+		m.killStartedPause(cmd)
 		return st, err
 	}
 	return st, nil
@@ -183,7 +196,10 @@ func exitCode(ps *os.ProcessState) int {
 // applies the umask to the new socket, so the umask is tightened around it
 // (nothing else in the monitor creates files yet; see serve).
 func listen(sock string) (net.Listener, error) {
-	os.Remove(sock)
+	// A socket left by a previous monitor of this pod.
+	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
 	var ln net.Listener
 	err := viaDirFD(sock, func(short string) (err error) {
 		old := unix.Umask(0o177)
@@ -231,7 +247,9 @@ func (m *monitor) handle(conn net.Conn) {
 	} else {
 		resp = m.dispatch(req)
 	}
-	json.NewEncoder(conn).Encode(resp)
+	if err := json.NewEncoder(conn).Encode(resp); err != nil {
+		m.log.Debug("response not delivered", "op", req.Op, "err", err)
+	}
 	if req.Op == OpStop && resp.Error == "" {
 		m.finish()
 	}
@@ -292,11 +310,21 @@ func (m *monitor) pauseInfo() PauseInfo {
 	return m.pause
 }
 
+// killStartedPause kills a pause whose start failed half-way (reapPause
+// reaps it).
+func (m *monitor) killStartedPause(cmd *exec.Cmd) {
+	if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		m.log.Error("cannot kill the pause after a failed start", "pid", cmd.Process.Pid, "err", err)
+	}
+}
+
 func (m *monitor) killPause(timeout time.Duration) error {
 	if m.pauseInfo().Exited {
 		return nil
 	}
-	syscall.Kill(m.pause.Ref.PID, syscall.SIGKILL)
+	if err := syscall.Kill(m.pause.Ref.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill pause %d: %w", m.pause.Ref.PID, err)
+	}
 	select {
 	case <-m.exit:
 		return nil

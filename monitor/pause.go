@@ -34,7 +34,7 @@ func startPause(p Pause, log *slog.Logger) (*exec.Cmd, error) {
 	for _, kv := range p.Sysctls {
 		args = append(args, "-s", kv)
 	}
-	if u := p.UserNS; u == nil || (mapped(u.UIDs, pauseID) && mapped(u.GIDs, pauseID)) {
+	if u := p.UserNS; u == nil || (idmap.Mapped(u.UIDs, pauseID) && idmap.Mapped(u.GIDs, pauseID)) {
 		// Otherwise it stays the pod's root, without any capability.
 		args = append(args, "-u", fmt.Sprint(pauseID))
 	}
@@ -139,16 +139,6 @@ func placePause(p Pause, pid int, log *slog.Logger) error {
 		log.Info("oom_score_adj clamped", "wanted", want, "set", got)
 	}
 	return nil
-}
-
-// mapped reports whether id (inside) is in one of the mappings.
-func mapped(m []idmap.Mapping, id uint32) bool {
-	for _, e := range m {
-		if id >= e.ContainerID && id-e.ContainerID < e.Length {
-			return true
-		}
-	}
-	return false
 }
 
 func sysMaps(m []idmap.Mapping) []syscall.SysProcIDMap {

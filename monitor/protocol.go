@@ -117,7 +117,9 @@ func Call(ctx context.Context, sock string, req Request) (Response, error) {
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
+		if err := conn.SetDeadline(dl); err != nil {
+			return resp, fmt.Errorf("monitor %s: %w", req.Op, err)
+		}
 	}
 	if err := json.NewEncoder(conn).Encode(req); err != nil {
 		return resp, fmt.Errorf("monitor %s: send: %w", req.Op, err)

@@ -61,7 +61,9 @@ func loadConfListFile(file string) (*libcni.NetworkConfigList, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load CNI config %s: %w", file, err)
 	}
-	list, err := libcni.ConfListFromConf(conf)
+	// Single-network .conf files are deprecated in libcni but still loaded
+	// by containerd and written by common CNI installers: keep them working.
+	list, err := libcni.ConfListFromConf(conf) //nolint:staticcheck // see above
 	if err != nil {
 		return nil, fmt.Errorf("wrap CNI config %s into a list: %w", file, err)
 	}

@@ -43,3 +43,18 @@ func TestKeyLockGivesUpAtTheDeadline(t *testing.T) {
 		t.Fatalf("entries left: %v", k.locks)
 	}
 }
+
+// The undo of a setup that ran out of time still gets its free key.
+func TestKeyLockTakesAFreeKeyAfterTheDeadline(t *testing.T) {
+	k := newKeyLock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	unlock, err := k.lock(ctx, "pod")
+	if err != nil {
+		t.Fatalf("free key with an ended context: %v", err)
+	}
+	if _, err := k.lock(ctx, "pod"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("held key with an ended context: %v", err)
+	}
+	unlock()
+}

@@ -27,7 +27,9 @@ var sharedDirs = struct {
 //
 // It returns the cleaned, symlink-resolved directory.
 func ensureSharedDir(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// 0755 as iproute2 creates /run/netns; minicri's own netns dir is
+	// created 0711 by the sandbox manager before this runs.
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // see above
 		return "", fmt.Errorf("create netns dir %s: %w", dir, err)
 	}
 	real, err := filepath.EvalSymlinks(dir)

@@ -50,7 +50,10 @@ func writePodFiles(dir string, cfg Config) error {
 		ResolvConfFile: resolv,
 	}
 	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		// Bind-mounted into the pod's containers as /etc/hostname, /etc/hosts
+		// and /etc/resolv.conf, which a non-root container user must read;
+		// the pod directory holding them is 0700 on the host.
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil { //nolint:gosec // see above
 			return fmt.Errorf("write pod %s: %w", name, err)
 		}
 	}

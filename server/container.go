@@ -127,7 +127,11 @@ func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSta
 	if req.GetVerbose() {
 		var spec any
 		if data, err := os.ReadFile(filepath.Join(s.containers.BundleDir(c.ID), "config.json")); err == nil {
-			json.Unmarshal(data, &spec)
+			if err := json.Unmarshal(data, &spec); err != nil {
+				// Verbose info is best effort: the status itself stands.
+				s.log.Warn("container spec unreadable for verbose status", "container", c.ID, "err", err)
+				spec = nil
+			}
 		}
 		info, _ := json.Marshal(map[string]any{
 			"pid": st.Init.PID, "sandboxID": c.PodID, "runtimeSpec": spec, "imageRef": c.ImageRef,

@@ -127,15 +127,15 @@ func containerMetricsToCRI(c container.Sample) []*runtimeapi.Metric {
 	set.add("container_file_descriptors", c.FileDescriptors)
 	set.add("container_sockets", c.Sockets)
 
-	set.add("container_last_seen", uint64(c.Timestamp.Unix()))
+	set.add("container_last_seen", nonNegative(c.Timestamp.Unix()))
 	start := c.Status.StartedAt
 	if start.IsZero() {
 		start = c.CreatedAt
 	}
-	set.add("container_start_time_seconds", uint64(start.Unix()))
+	set.add("container_start_time_seconds", nonNegative(start.Unix()))
 
 	r := c.Config.Resources
-	period, shares := uint64(r.CPUPeriod), uint64(r.CPUShares)
+	period, shares := nonNegative(r.CPUPeriod), nonNegative(r.CPUShares)
 	if period == 0 {
 		period = 100000 // the kernel's default CFS period
 	}

@@ -100,8 +100,10 @@ func securityFromCRI(s *runtimeapi.LinuxContainerSecurityContext) container.Secu
 		CapAdd:                   s.GetCapabilities().GetAddCapabilities(),
 		CapDrop:                  s.GetCapabilities().GetDropCapabilities(),
 		AmbientAdd:               s.GetCapabilities().GetAddAmbientCapabilities(),
-		Seccomp:                  profileFromCRI(s.GetSeccomp(), s.GetSeccompProfilePath()),
-		AppArmor:                 profileFromCRI(s.GetApparmor(), s.GetApparmorProfile()),
+		// The deprecated *_profile_path/apparmor_profile fields are still sent
+		// by older kubelets, and containerd still honours them.
+		Seccomp:  profileFromCRI(s.GetSeccomp(), s.GetSeccompProfilePath()), //nolint:staticcheck // see above
+		AppArmor: profileFromCRI(s.GetApparmor(), s.GetApparmorProfile()),   //nolint:staticcheck // see above
 	}
 	if u := s.GetRunAsUser(); u != nil {
 		v := u.GetValue()
@@ -173,7 +175,7 @@ func mountsToCRI(ms []container.Mount, ims []container.ImageMount) []*runtimeapi
 		cm := &runtimeapi.Mount{
 			ContainerPath: m.ContainerPath, HostPath: m.HostPath, Readonly: m.Readonly,
 			RecursiveReadOnly: m.RecursiveReadOnly, SelinuxRelabel: m.SelinuxRelabel,
-			Propagation: runtimeapi.MountPropagation(m.Propagation), ImageSubPath: m.ImageSubPath,
+			Propagation: runtimeapi.MountPropagation(m.Propagation), ImageSubPath: m.ImageSubPath, //nolint:gosec // one of the three CRI propagation values, checked on the way in
 		}
 		if m.Image != "" {
 			cm.Image = &runtimeapi.ImageSpec{Image: m.Image}

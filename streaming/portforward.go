@@ -55,7 +55,7 @@ func dialPod(ctx context.Context, info sandbox.Info, port int32) (*net.TCPConn, 
 		return nil
 	}
 	if info.NetNSPath == "" {
-		dial()
+		_ = dial() // dial reports through err; it returns nil
 	} else if nerr := inNetNS(info.NetNSPath, dial); nerr != nil {
 		return nil, fmt.Errorf("port forward: pod %s: %w", info.ID, nerr)
 	}
@@ -120,20 +120,25 @@ func inNetNS(path string, fn func() error) error {
 // connection; the session ends when the pod side is done, when the client
 // stream fails, or when ctx ends.
 func splice(ctx context.Context, conn *net.TCPConn, stream io.ReadWriteCloser) error {
-	podDone := make(chan error, 1)
+	// podDone is closed once the pod side's copy has ended, with its error
+	// in podErr. Once conn is closed under it, that error only says so.
+	var podErr error
+	podDone := make(chan struct{})
 	go func() {
-		_, err := io.Copy(stream, conn)
-		podDone <- err
+		defer close(podDone)
+		_, podErr = io.Copy(stream, conn)
 	}()
 	clientDone := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(conn, stream)
-		conn.CloseWrite()
+		// EOF to the pod; a failure means the connection is gone, which
+		// the pod side's copy then reports.
+		_ = conn.CloseWrite()
 		clientDone <- err
 	}()
 	select {
-	case err := <-podDone:
-		return ignoreClosed(err)
+	case <-podDone:
+		return ignoreClosed(podErr)
 	case err := <-clientDone:
 		if err != nil {
 			conn.Close()
@@ -146,8 +151,8 @@ func splice(ctx context.Context, conn *net.TCPConn, stream io.ReadWriteCloser) e
 		return nil
 	}
 	select {
-	case err := <-podDone:
-		return ignoreClosed(err)
+	case <-podDone:
+		return ignoreClosed(podErr)
 	case <-ctx.Done():
 		conn.Close()
 		<-podDone

@@ -156,13 +156,16 @@ func (s *Server) runV5(w http.ResponseWriter, r *http.Request, opts remotecomman
 	defer conn.Close()
 	// An empty message on the first writable channel tells the client the
 	// session is established.
+	first := streams[chError]
 	switch {
 	case opts.Stdout:
-		streams[chStdout].Write(nil)
+		first = streams[chStdout]
 	case opts.Stderr:
-		streams[chStderr].Write(nil)
-	default:
-		streams[chError].Write(nil)
+		first = streams[chStderr]
+	}
+	if _, err := first.Write(nil); err != nil {
+		s.log.Debug("websocket session ended before it started", "err", err)
+		return
 	}
 	var in io.Reader
 	var out, errOut io.WriteCloser
@@ -238,7 +241,9 @@ func writeStatus(w io.Writer, err error) {
 			Message: fmt.Sprintf("Internal error occurred: %v", err)}
 	}
 	b, _ := json.Marshal(st)
-	w.Write(b)
+	// The error channel is the last thing written: if the client is gone
+	// there is nobody left to tell.
+	_, _ = w.Write(b)
 }
 
 // serveTunneled serves a port forward whose SPDY connection is tunneled
@@ -356,7 +361,9 @@ func (c *tunnelConn) Close() error {
 	var err error
 	c.closed.Do(func() {
 		c.wmu.Lock()
-		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+		// A courtesy to the peer before the close: a failure (peer gone,
+		// deadline) changes nothing, Close below ends the connection.
+		_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 		c.wmu.Unlock()
 		err = c.ws.Close()
 	})

@@ -24,10 +24,10 @@ func main() {
 	state := fs.String("state", "", "volatile state directory (overrides the config file)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides the config file)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: minicri [flags] [config]\n\n  config\tprint the effective configuration as TOML\n\nflags:\n")
+		_, _ = fmt.Fprintf(fs.Output(), "usage: minicri [flags] [config]\n\n  config\tprint the effective configuration as TOML\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	fs.Parse(os.Args[1:])
+	_ = fs.Parse(os.Args[1:]) // flag.ExitOnError: Parse exits on a bad flag
 
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })

@@ -4,7 +4,10 @@ package atomicfile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 )
@@ -22,7 +25,9 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	defer func() {
 		if !ok {
 			f.Close()
-			os.Remove(tmp)
+			// The write already failed and says so; a temp left behind is
+			// removed by RemoveTemps at the next start.
+			_ = os.Remove(tmp)
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
@@ -82,7 +87,9 @@ func ReadJSON(path string, v any) error {
 func RemoveTemps(dir string) {
 	matches, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
 	for _, m := range matches {
-		os.Remove(m)
+		if err := os.Remove(m); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("cannot remove leftover temp file", "path", m, "err", err)
+		}
 	}
 }
 

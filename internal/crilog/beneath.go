@@ -5,18 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/internal/beneath"
 )
 
 // ErrNotBeneath means a log path leaves its log directory, or reaches its
 // file through a symbolic link, or names something else than a regular file.
 var ErrNotBeneath = errors.New("container log must be a regular file beneath the log directory, reached without symbolic links")
-
-// resolveBeneath confines every lookup to the directory it starts from and
-// refuses symbolic links (and /proc magic links) on the way.
-const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
 // openBeneath opens (creating) the log file name below the pod log directory
 // dir for appending. dir comes from the kubelet and is created if missing;
@@ -29,7 +26,9 @@ func openBeneath(dir, name string) (*os.File, error) {
 	if !filepath.IsAbs(dir) || !filepath.IsLocal(name) || filepath.Clean(name) == "." {
 		return nil, fmt.Errorf("open container log %q in %q: %w", name, dir, ErrNotBeneath)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The pod log directory, as the kubelet creates it (0755): node log
+	// agents read container logs there.
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // see above
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -38,17 +37,13 @@ func openBeneath(dir, name string) (*os.File, error) {
 	}
 	defer unix.Close(root)
 	name = filepath.Clean(name)
-	parent, err := dirBeneath(root, filepath.Dir(name))
+	parent, err := beneath.MkdirAll(root, filepath.Dir(name), 0o755)
 	if err != nil {
-		return nil, fmt.Errorf("create log dir %s in %s: %w", filepath.Dir(name), dir, err)
+		return nil, fmt.Errorf("create log dir %s in %s: %w", filepath.Dir(name), dir, beneathErr(err))
 	}
 	defer unix.Close(parent)
 	// O_NONBLOCK: a FIFO planted at the name must not block the open.
-	fd, err := unix.Openat2(parent, filepath.Base(name), &unix.OpenHow{
-		Flags:   unix.O_CREAT | unix.O_WRONLY | unix.O_APPEND | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC,
-		Mode:    0o640,
-		Resolve: resolveBeneath,
-	})
+	fd, err := beneath.Open(parent, filepath.Base(name), unix.O_CREAT|unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("open container log %s in %s: %w", name, dir, beneathErr(err))
 	}
@@ -58,35 +53,6 @@ func openBeneath(dir, name string) (*os.File, error) {
 		return nil, fmt.Errorf("open container log %s in %s: %w", name, dir, ErrNotBeneath)
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(dir, name)), nil
-}
-
-// dirBeneath opens (creating) the directory sub, relative to root, one
-// component at a time: each is made and opened relative to the descriptor
-// of its parent, and none may be a symbolic link. The caller closes the
-// returned descriptor (and still owns root).
-func dirBeneath(root int, sub string) (int, error) {
-	fd, err := unix.Dup(root)
-	if err != nil {
-		return -1, err
-	}
-	if sub == "." {
-		return fd, nil
-	}
-	for _, c := range strings.Split(sub, "/") {
-		if err := unix.Mkdirat(fd, c, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-			unix.Close(fd)
-			return -1, err
-		}
-		next, err := unix.Openat2(fd, c, &unix.OpenHow{
-			Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolveBeneath,
-		})
-		unix.Close(fd)
-		if err != nil {
-			return -1, beneathErr(err)
-		}
-		fd = next
-	}
-	return fd, nil
 }
 
 // beneathErr names the errors openat2 gives for a path that escapes or

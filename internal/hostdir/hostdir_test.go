@@ -66,3 +66,51 @@ func TestTightenChangesEachSubdirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestTightenGivesBackToRoot(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "ctr")
+	os.Mkdir(sub, Private)
+	if err := OpenToGroup(sub, 1_200_000); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(sub)
+	if st.Mode().Perm() != GroupTraversable || st.Sys().(*syscall.Stat_t).Gid != 1_200_000 {
+		t.Fatalf("opened: %v gid %d", st.Mode(), st.Sys().(*syscall.Stat_t).Gid)
+	}
+	if err := Tighten(dir, Private); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = os.Stat(sub)
+	if st.Mode().Perm() != Private || st.Sys().(*syscall.Stat_t).Gid != 0 || st.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Fatalf("tightened: %v uid %d gid %d", st.Mode(), st.Sys().(*syscall.Stat_t).Uid, st.Sys().(*syscall.Stat_t).Gid)
+	}
+}
+
+// An operator's link (a state dir moved to another disk) is resolved once;
+// a link to nothing fails clearly.
+func TestResolveFollowsTheOperatorsLink(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "disk", "minicri")
+	os.MkdirAll(real, 0o700)
+	link := filepath.Join(base, "varlib")
+	os.Symlink(real, link)
+	got, err := Resolve(link, Private)
+	if err != nil || got != real {
+		t.Fatalf("Resolve(link) = %q, %v; want %q", got, err, real)
+	}
+	if err := Ensure(got, Private); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(base, "new", "state")
+	if got, err := Resolve(fresh, Traversable); err != nil || got != fresh || mode(t, fresh) != Traversable {
+		t.Fatalf("Resolve(missing) = %q, %v", got, err)
+	}
+	os.Symlink(filepath.Join(base, "nowhere"), filepath.Join(base, "dangling"))
+	if _, err := Resolve(filepath.Join(base, "dangling"), Private); err == nil {
+		t.Fatal("a dangling link resolved")
+	}
+	if _, err := Resolve("relative", Private); err == nil {
+		t.Fatal("a relative path resolved")
+	}
+}

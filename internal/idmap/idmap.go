@@ -33,6 +33,16 @@ func (m Mappings) HostRoot() (uid, gid int) {
 	return uid, gid
 }
 
+// Mapped reports whether id (inside) is in one of the mappings.
+func Mapped(ms []Mapping, id uint32) bool {
+	for _, e := range ms {
+		if id >= e.ContainerID && id-e.ContainerID < e.Length {
+			return true
+		}
+	}
+	return false
+}
+
 // maxID is the highest valid ID: (uid_t)-1 means "no ID" to the kernel.
 const maxID = 1<<32 - 2
 

@@ -29,3 +29,15 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestMapped(t *testing.T) {
+	m := []Mapping{{ContainerID: 0, HostID: 100000, Length: 1000}, {ContainerID: 65535, HostID: 200000, Length: 1}}
+	for id, want := range map[uint32]bool{0: true, 999: true, 1000: false, 65534: false, 65535: true, 65536: false} {
+		if got := Mapped(m, id); got != want {
+			t.Errorf("Mapped(%d) = %v, want %v", id, got, want)
+		}
+	}
+	if Mapped([]Mapping{{ContainerID: 4294967295, HostID: 1, Length: 1}}, 0) {
+		t.Error("a mapping at the top of the range maps 0")
+	}
+}

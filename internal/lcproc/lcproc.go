@@ -5,6 +5,7 @@ package lcproc
 
 import (
 	"errors"
+	"math"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -27,7 +28,9 @@ func FromSpec(p *specs.Process) (*libcontainer.Process, error) {
 		Label:           p.SelinuxLabel,
 	}
 	if p.ConsoleSize != nil {
-		lp.ConsoleWidth, lp.ConsoleHeight = uint16(p.ConsoleSize.Width), uint16(p.ConsoleSize.Height)
+		// A terminal size beyond 65535 is clamped, not wrapped to a tiny one.
+		lp.ConsoleWidth = uint16(min(p.ConsoleSize.Width, math.MaxUint16))   //nolint:gosec // clamped just here
+		lp.ConsoleHeight = uint16(min(p.ConsoleSize.Height, math.MaxUint16)) //nolint:gosec // clamped just here
 	}
 	if c := p.Capabilities; c != nil {
 		lp.Capabilities = &configs.Capabilities{

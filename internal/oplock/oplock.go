@@ -26,5 +26,8 @@ func (l *Lock) Acquire(ctx context.Context) error {
 	return nil
 }
 
+// TryAcquire takes the lock if it is free, without waiting.
+func (l *Lock) TryAcquire() bool { return l.sem.TryAcquire(1) }
+
 // Unlock releases the lock.
 func (l *Lock) Unlock() { l.sem.Release(1) }

@@ -36,3 +36,17 @@ func TestAcquireGivesUpAtTheDeadline(t *testing.T) {
 	l.Unlock()
 	<-done
 }
+
+func TestTryAcquire(t *testing.T) {
+	l := New()
+	if !l.TryAcquire() {
+		t.Fatal("a free lock was not taken")
+	}
+	if l.TryAcquire() {
+		t.Fatal("a held lock was taken")
+	}
+	l.Unlock()
+	if !l.TryAcquire() {
+		t.Fatal("an unlocked lock was not taken")
+	}
+}

@@ -89,7 +89,7 @@ func (h *Handle) Ref() Ref { return h.ref }
 // Alive reports whether the process has not exited yet (a zombie counts as
 // exited).
 func (h *Handle) Alive() bool {
-	fds := []unix.PollFd{{Fd: int32(h.fd), Events: unix.POLLIN}}
+	fds := []unix.PollFd{{Fd: int32(h.fd), Events: unix.POLLIN}} //nolint:gosec // an fd fits in int32 (the kernel's int)
 	n, err := unix.Poll(fds, 0)
 	return err == nil && n == 0
 }
@@ -112,7 +112,7 @@ func (h *Handle) WaitExit(timeout time.Duration) bool {
 		if left < 0 {
 			left = 0
 		}
-		fds := []unix.PollFd{{Fd: int32(h.fd), Events: unix.POLLIN}}
+		fds := []unix.PollFd{{Fd: int32(h.fd), Events: unix.POLLIN}} //nolint:gosec // an fd fits in int32 (the kernel's int)
 		n, err := unix.Poll(fds, int(left.Milliseconds()))
 		if err == nil && n > 0 {
 			return true

@@ -2,9 +2,11 @@ package integration
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -163,8 +165,17 @@ func TestRestartClosesWhatAnOlderMinicriLeftOpen(t *testing.T) {
 	if out, ok := nobodyStat(t, probes[0].path); !ok {
 		t.Fatalf("test bug: the old modes do not open %s: %s", probes[0].path, out)
 	}
+	// And as a crash during the create of a container of a user-namespaced
+	// pod leaves its state directory: open to the pod's root group.
+	ctrState := filepath.Join(i.dir, "state/containers", id)
+	if err := os.Chown(ctrState, 0, usernsHostID); err != nil {
+		t.Fatal(err)
+	}
 	i.start()
 	assertUnreachable(t, probes)
+	if st, err := os.Stat(ctrState); err != nil || st.Mode().Perm() != 0o700 || st.Sys().(*syscall.Stat_t).Gid != 0 {
+		t.Errorf("the restart left %s %v, gid %d", ctrState, st.Mode(), st.Sys().(*syscall.Stat_t).Gid)
+	}
 	if st := i.ctrStatus(t, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Fatalf("after the restart: %v", st.State)
 	}
@@ -228,3 +239,122 @@ func (i *instance) mountLine(t *testing.T, id, mp string) string {
 }
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// windowAttacker runs as nobody: it reads a path, then tries to open it
+// (keeping the descriptor) as fast as it can until told to stop; then,
+// once told to go, it reads the container's planted setuid file through
+// what it kept.
+const windowAttacker = `read -r p
+echo TRYING
+until exec 3<"$p"; do read -t 0 && break; done 2>/dev/null
+if [ -e /proc/self/fd/3 ]; then echo OPEN; fi
+read -r closed
+read -r go
+stat -L -c 'STAT %A %u' /proc/self/fd/3/suid 2>&1
+echo "READ $(wc -c </proc/self/fd/3/suid 2>&1)"
+echo DONE`
+
+// TestHostUsersCannotOpenAUserNamespacedRootfsWhileCreated attacks the
+// window in which the init of a container of a pod with its own user
+// namespace walks to its rootfs as an unprivileged host user: a local user
+// (nobody) learns the rootfs path from mountinfo as soon as it is mounted
+// and tries to open it in a tight loop while the container is created; a
+// descriptor it got would keep the container's files (a setuid copy of
+// busybox planted later) in its reach for the life of the container.
+func TestHostUsersCannotOpenAUserNamespacedRootfsWhileCreated(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	pod := usernsPodConfig("window-userns", runtimeapi.NamespaceMode_POD, mapping(0, usernsHostID, 65536))
+	pod.LogDirectory = filepath.Join(i.dir, "logs", "window-userns")
+	podID := i.runPod(t, pod)
+	_, podInf := i.status(t, podID)
+	// On a loaded machine the attacker may start trying only after the
+	// window: such a try proves nothing, so try again.
+	live := false
+	for try := 0; try < 3 && !live; try++ {
+		var out []string
+		out, live = i.attackCreateWindow(t, podID, pod, fmt.Sprintf("planter-%d", try))
+		t.Logf("attacker (nobody), try %d, live %v: %q", try, live, out)
+		for _, l := range out {
+			if l == "OPEN" || strings.HasPrefix(l, "STAT -") || (strings.HasPrefix(l, "READ ") && l != "READ ") {
+				t.Fatalf("user nobody opened the rootfs while the container was created: %q", out)
+			}
+		}
+	}
+	if !live {
+		t.Fatal("the attacker was never trying while a container was created: the test did not attack")
+	}
+	i.stopRemove(t, podID)
+	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
+}
+
+// attackCreateWindow creates and starts a container that plants a setuid
+// busybox, with windowAttacker racing its creation; it returns what the
+// attacker printed, and whether it was trying before the create returned.
+func (i *instance) attackCreateWindow(t *testing.T, podID string, pod *runtimeapi.PodSandboxConfig, name string) ([]string, bool) {
+	t.Helper()
+	cmd := exec.Command("/bin/bash", "-c", windowAttacker)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	trying := make(chan time.Time, 1)
+	lines := make(chan []string, 1)
+	go func() {
+		var out []string
+		for s := bufio.NewScanner(stdout); s.Scan(); {
+			if out = append(out, s.Text()); s.Text() == "TRYING" {
+				trying <- time.Now()
+			}
+		}
+		lines <- out
+	}()
+	// Hand the attacker the new rootfs path the moment mountinfo shows it.
+	before := mountsUnder(filepath.Join(i.dir, "state", "containers"))
+	stop, found := make(chan struct{}), make(chan string, 1)
+	go func() {
+		for {
+			for _, mp := range mountsUnder(filepath.Join(i.dir, "state", "containers")) {
+				if strings.HasSuffix(mp, "/rootfs") && !slices.Contains(before, mp) {
+					stdin.Write([]byte(mp + "\n"))
+					found <- mp
+					return
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	id := i.create(t, podID, pod, ctrConfig(name, "set -e; cp /bin/busybox /suid; chmod 4755 /suid; echo planted; sleep 1000"))
+	created := time.Now()
+	close(stop)
+	stdin.Write([]byte("closed\n"))
+	i.startCtr(t, id)
+	waitLog(t, i.ctrStatus(t, id).LogPath, "planted", 10*time.Second)
+	stdin.Write([]byte("go\n"))
+	out := <-lines
+	select {
+	case mp := <-found:
+		if mp != filepath.Join(i.dir, "state", "containers", id, "rootfs") {
+			t.Fatalf("test bug: attacked %s", mp)
+		}
+	default:
+		t.Fatal("test bug: the rootfs mount never showed in mountinfo")
+	}
+	if st, err := os.Stat(filepath.Join(i.dir, "state", "containers", id)); err != nil || st.Mode().Perm() != 0o700 || st.Sys().(*syscall.Stat_t).Gid != 0 {
+		t.Errorf("after create, the container's state directory is %v", st.Mode())
+	}
+	select {
+	case at := <-trying:
+		return out, at.Before(created)
+	default:
+		return out, false
+	}
+}

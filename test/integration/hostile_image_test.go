@@ -87,13 +87,33 @@ func TestRemovedImageLayersSurviveRestart(t *testing.T) {
 // The hostile image corpus (test/registry/fixture/hostile.go): every image
 // pulls and runs safely, or fails cleanly; nothing lands outside the store.
 func TestHostileImageCorpus(t *testing.T) {
+	target, srv := hostileRegistry(t)
+	i := newInstance(t)
+	podID, pod := i.podWithLogs(t, "hostile")
+	_, info := i.status(t, podID)
+	for _, h := range fixture.HostileImages() {
+		t.Run(h.Tag, func(t *testing.T) {
+			defer assertTargetUntouched(t, target)
+			i.pullHostile(t, srv, h, podID, pod)
+		})
+	}
+	i.stopRemove(t, podID)
+	i.assertNothingLeft(t, map[string]podInfo{podID: info})
+	if got := i.layerDirs(t); len(got) != 0 {
+		t.Errorf("layers left: %v", got)
+	}
+}
+
+// hostileRegistry serves the hostile corpus, whose entries aim at the
+// directory target (it holds the victim file, fixture.HostileVictim).
+func hostileRegistry(t *testing.T) (target string, srv *fixture.Server) {
+	t.Helper()
 	target, err := os.MkdirTemp("", "minicri-hostile-target-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(target)
-	victim := filepath.Join(target, fixture.HostileVictim)
-	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+	t.Cleanup(func() { os.RemoveAll(target) })
+	if err := os.WriteFile(filepath.Join(target, fixture.HostileVictim), []byte("precious"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := fixture.BuildCatalog(fixture.CatalogOptions{HostileTarget: target})
@@ -106,86 +126,84 @@ func TestHostileImageCorpus(t *testing.T) {
 			hostile = append(hostile, e)
 		}
 	}
-	srv, err := fixture.Start("127.0.0.1:0", fixture.Options{})
+	srv, err = fixture.Start("127.0.0.1:0", fixture.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
 	if err := srv.Publish(hostile); err != nil {
 		t.Fatal(err)
 	}
-	i := newInstance(t)
-	podID, pod := i.podWithLogs(t, "hostile")
-	_, info := i.status(t, podID)
-	untouched := func(t *testing.T) {
-		t.Helper()
-		ents, _ := os.ReadDir(target)
-		var names []string
-		for _, e := range ents {
-			names = append(names, e.Name())
+	return target, srv
+}
+
+// assertTargetUntouched checks that nothing was written in target and that
+// its victim file is as it was.
+func assertTargetUntouched(t *testing.T, target string) {
+	t.Helper()
+	victim := filepath.Join(target, fixture.HostileVictim)
+	ents, _ := os.ReadDir(target)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{fixture.HostileVictim}) {
+		t.Errorf("written outside the store, in %s: %q", target, names)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(victim, &st); err != nil {
+		t.Fatalf("victim: %v", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		t.Errorf("victim changed: mode %o, %d links", st.Mode, st.Nlink)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("victim = %q", b)
+	}
+}
+
+// pullHostile pulls the hostile image h: a refused one must leave nothing,
+// an accepted one must hold its content and run, then be removed.
+func (i *instance) pullHostile(t *testing.T, srv *fixture.Server, h fixture.HostileImage, podID string, pod *runtimeapi.PodSandboxConfig) {
+	t.Helper()
+	ref := srv.Ref(h.Ref())
+	start := time.Now()
+	_, err := i.images().PullImage(ctx(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	t.Logf("pull (%v): %v", time.Since(start).Round(time.Millisecond), err)
+	if tmp := i.storeTemps(t); len(tmp) > 0 {
+		t.Errorf("left in the store: %v", tmp)
+	}
+	if err != nil {
+		if h.Outcome == fixture.HostileRuns {
+			t.Fatalf("legitimate content refused: %v", err)
 		}
-		if !slices.Equal(names, []string{fixture.HostileVictim}) {
-			t.Errorf("written outside the store, in %s: %q", target, names)
+		if st, _ := status.FromError(err); h.Tag == fixture.HostileBomb.Tag && st.Code() != codes.ResourceExhausted {
+			t.Errorf("bomb: code %v, want ResourceExhausted", st.Code())
 		}
-		var st unix.Stat_t
-		if err := unix.Lstat(victim, &st); err != nil {
-			t.Fatalf("victim: %v", err)
+		if resp, serr := i.images().ImageStatus(ctx(t), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); serr != nil || resp.Image != nil {
+			t.Errorf("image after a failed pull: %v %v", resp.GetImage(), serr)
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
-			t.Errorf("victim changed: mode %o, %d links", st.Mode, st.Nlink)
-		}
-		if b, _ := os.ReadFile(victim); string(b) != "precious" {
-			t.Errorf("victim = %q", b)
+		return
+	}
+	if h.Outcome == fixture.HostileFails {
+		t.Fatal("pull succeeded")
+	}
+	for _, p := range h.Inside {
+		if !inSomeLayer(i, p) {
+			t.Errorf("%q not found in the store's layers", p)
 		}
 	}
-	for _, h := range fixture.HostileImages() {
-		t.Run(h.Tag, func(t *testing.T) {
-			ref := srv.Ref(h.Ref())
-			start := time.Now()
-			_, err := i.images().PullImage(ctx(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
-			t.Logf("pull (%v): %v", time.Since(start).Round(time.Millisecond), err)
-			defer untouched(t)
-			if tmp := i.storeTemps(t); len(tmp) > 0 {
-				t.Errorf("left in the store: %v", tmp)
-			}
-			if err != nil {
-				if h.Outcome == fixture.HostileRuns {
-					t.Fatalf("legitimate content refused: %v", err)
-				}
-				if st, _ := status.FromError(err); h.Tag == fixture.HostileBomb.Tag && st.Code() != codes.ResourceExhausted {
-					t.Errorf("bomb: code %v, want ResourceExhausted", st.Code())
-				}
-				if resp, serr := i.images().ImageStatus(ctx(t), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); serr != nil || resp.Image != nil {
-					t.Errorf("image after a failed pull: %v %v", resp.GetImage(), serr)
-				}
-				return
-			}
-			if h.Outcome == fixture.HostileFails {
-				t.Fatal("pull succeeded")
-			}
-			for _, p := range h.Inside {
-				if !inSomeLayer(i, p) {
-					t.Errorf("%q not found in the store's layers", p)
-				}
-			}
-			cfg := ctrConfig("h-"+h.Tag, "ls -la / >/dev/null && cat /etc/passwd >/dev/null")
-			cfg.Image = &runtimeapi.ImageSpec{Image: ref}
-			id := i.run(t, podID, pod, cfg)
-			if st := i.waitExited(t, id, 20*time.Second); st.ExitCode != 0 {
-				t.Errorf("container exited %d", st.ExitCode)
-			}
-			if _, err := i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := i.images().RemoveImage(ctx(t), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
-				t.Fatal(err)
-			}
-		})
+	cfg := ctrConfig("h-"+h.Tag, "ls -la / >/dev/null && cat /etc/passwd >/dev/null")
+	cfg.Image = &runtimeapi.ImageSpec{Image: ref}
+	id := i.run(t, podID, pod, cfg)
+	if st := i.waitExited(t, id, 20*time.Second); st.ExitCode != 0 {
+		t.Errorf("container exited %d", st.ExitCode)
 	}
-	i.stopRemove(t, podID)
-	i.assertNothingLeft(t, map[string]podInfo{podID: info})
-	if got := i.layerDirs(t); len(got) != 0 {
-		t.Errorf("layers left: %v", got)
+	if _, err := i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := i.images().RemoveImage(ctx(t), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
+		t.Fatal(err)
 	}
 }
 
