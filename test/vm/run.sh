@@ -71,7 +71,7 @@ job=$VM_SPOOL/run/$id
 
 # Wait for the agent to take it, stream its output until rc appears.
 deadline=$(($(date +%s) + timeout + 60))
-while [ ! -e "$job/out" ]; do
+while [ ! -e "$job/out" ] || [ ! -e "$job/err" ]; do
 	[ -n "$(vm_qemu_pid)" ] || vm_die "the guest is gone"
 	(($(date +%s) < deadline)) || vm_die "the agent did not take the job"
 	sleep 0.1
