@@ -36,21 +36,25 @@ exec 8<>/run/vmlab-agent.nap
 nap() { read -r -t "$1" -u 8 || true; }
 
 run_job() {
-	local j=$1 t=3600 pid rc
+	local j=$1 t=3600 pid w rc
 	read -r t <"$j/timeout" || true
 	setsid timeout -k 10 "$t" bash "$j/cmd" </dev/null >"$j/out" 2>"$j/err" &
 	pid=$!
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ -e "$j/cancel" ]; then
-			kill -TERM -- "-$pid" 2>/dev/null
-			nap 5
-			kill -KILL -- "-$pid" 2>/dev/null
-			break
-		fi
-		nap 0.5
-	done
+	# The host asks to cancel by creating $j/cancel: a watcher kills the job's group.
+	# (Not a kill -0 loop here: a zombie answers kill -0 while SIGCHLD waits.)
+	(
+		while [ ! -e "$j/cancel" ]; do
+			[ -d "/proc/$pid" ] || exit 0
+			nap 0.5
+		done
+		kill -TERM -- "-$pid" 2>/dev/null
+		nap 5
+		kill -KILL -- "-$pid" 2>/dev/null
+	) &
+	w=$!
 	wait "$pid"
 	rc=$?
+	kill "$w" 2>/dev/null
 	echo "$rc" >"$j/rc.tmp" && mv "$j/rc.tmp" "$j/rc"
 	exit 0
 }

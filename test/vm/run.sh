@@ -32,7 +32,8 @@ job=""
 tails=()
 finish() {
 	local rc=$?
-	trap - EXIT INT TERM
+	trap - EXIT
+	trap "" INT TERM # a Ctrl-C reaches the whole group: finish the cleanup anyway
 	if [ -n "$job" ] && [ ! -e "$job/rc" ] && [ -d "$job" ]; then
 		: >"$job/cancel"
 		for _ in $(seq 50); do [ -e "$job/rc" ] && break; sleep 0.2; done
