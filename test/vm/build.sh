@@ -15,7 +15,8 @@
 #
 # The cache is /var/cache/minicri-tools/vm-<key>/, the key hashing the kernel package
 # and version, busybox's version and the scripts that build and boot it; a missing,
-# incomplete or stale entry is rebuilt (older vm-* entries are deleted).
+# incomplete or stale entry is rebuilt (older vm-* entries are deleted unless a running
+# guest uses one).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -118,6 +119,18 @@ module_order() {
 	printf '%s\n' "${out[@]}"
 }
 
+# prune_old KEEP: older vm-* entries are dead weight (~400 MB each), unless a running
+# QEMU (another checkout's guest) still boots from one.
+prune_old() {
+	local d inuse
+	inuse=$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' | grep -o "$VM_CACHE_DIR/vm-[0-9a-f]*" | sort -u || true)
+	for d in "$VM_CACHE_DIR"/vm-*; do
+		[ "$d" = "$1" ] && continue
+		grep -qxF "$d" <<<"$inuse" && continue
+		rm -rf "$d"
+	done
+}
+
 build_cache() {
 	local pkgver=$1 dir=$2 tmp pkg ver kver mods m
 	pkg=${pkgver% *}
@@ -155,7 +168,7 @@ build_cache() {
 	rm -rf "$dir"
 	mv "$tmp/out" "$dir"
 	chmod 0755 "$dir"
-	find "$VM_CACHE_DIR" -maxdepth 1 -name 'vm-*' ! -name "$(basename "$dir")" -exec rm -rf {} +
+	prune_old "$dir"
 	vm_log "cached in $dir (kernel $kver)"
 }
 
