@@ -16,7 +16,7 @@ set -euo pipefail
 export PATH=$PATH:/usr/local/go/bin
 GO=${GO:-go}
 
-# A fixed subset, about 6 minutes of tests in the guest (README.md has the times): pods and
+# A fixed subset, 262 s of tests in the guest (README.md has the times): pods and
 # their network, bad input, the container lifecycle and its cgroup, exit codes, OOM,
 # resource updates, daemon restarts and killed monitors, exec and port-forward, metrics,
 # user namespaces.
