@@ -8,6 +8,9 @@
 #   make critest      critest v1.37.0 against a private minicri instance
 #   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
 #   make bench        minicri vs Debian containerd + runc: pod lifecycles, memory, image pull
+#   make vmtest       a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
+#                     node shape, then the integration tests in it (test/vm/README.md)
+#   make vm-start / vm-stop / vm-status   keep the guest up for test/vm/run.sh CMD...
 
 SHELL       := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -39,7 +42,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest test bench clean FORCE
-.PHONY: e2e
+.PHONY: e2e vmtest vm-start vm-stop vm-status
 
 all: build
 
@@ -119,6 +122,21 @@ test: deps
 	$(call phase,integration)
 	$(call phase,critest)
 	$(call phase,e2e)
+
+# ---- VM lab (test/vm) ------------------------------------------------------
+
+# VMTEST_RUN=<regexp> picks the integration tests, VMTEST_STEPS the steps.
+vmtest: build
+	test/vm/vmtest.sh
+
+vm-start:
+	test/vm/vm.sh start
+
+vm-stop:
+	test/vm/vm.sh stop
+
+vm-status:
+	test/vm/vm.sh status
 
 # ---- bench -----------------------------------------------------------------
 

@@ -190,8 +190,16 @@ func TestContainersSurviveDaemonRestartAndKeepLogging(t *testing.T) {
 	waitLogContains(t, path, "\n", 5*time.Second)
 	i.kill9()
 	atKill := len(readLog(t, path))
-	time.Sleep(4 * time.Second) // the quitter exits while minicri is down
-	whileDown := len(readLog(t, path)) - atKill
+	// A stdout pipe holds 64 KiB, about 64 of these lines: a writer whose
+	// output nobody copied while minicri was down would block there. Stay
+	// down until two pipes' worth more were logged (about 1.3 s on a quiet
+	// machine; a slow emulated one takes longer), and at least 4 s, so the
+	// quitter exits while minicri is down.
+	downSince, whileDown := time.Now(), 0
+	for time.Since(downSince) < 4*time.Second || (whileDown < 2*64 && time.Since(downSince) < time.Minute) {
+		time.Sleep(100 * time.Millisecond)
+		whileDown = len(readLog(t, path)) - atKill
+	}
 	i.start()
 	st := i.ctrStatus(t, writer)
 	if st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -210,11 +218,8 @@ func TestContainersSurviveDaemonRestartAndKeepLogging(t *testing.T) {
 			t.Fatalf("log line %d is %q: a line was lost or damaged", n, l.content)
 		}
 	}
-	// A stdout pipe holds 64 KiB, about 64 of these lines: a writer whose
-	// output nobody copied while minicri was down would have blocked there.
-	// (About 400 lines are written in the 4 s on a quiet machine.)
 	if whileDown < 2*64 {
-		t.Fatalf("only %d lines written in the 4 s minicri was down: the writer was blocked", whileDown)
+		t.Fatalf("only %d lines written in the minute minicri was down: the writer was blocked", whileDown)
 	}
 	i.stopRemove(t, podID)
 }
