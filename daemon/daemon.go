@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/minicri/minicri/config"
-	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
@@ -85,13 +84,7 @@ func Run(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	caps, err := container.HostCapabilities()
-	if err != nil {
-		return fmt.Errorf("read own capabilities: %w", err)
-	}
-	containers, err := container.New(ctx, container.Options{
-		Root: cfg.Root, State: cfg.State, Images: images, Pods: pods{sandboxes}, HostCaps: caps, Log: log, Events: bus,
-	})
+	containers, aa, err := newContainers(ctx, cfg, images, sandboxes, bus, log)
 	if err != nil {
 		return err
 	}
@@ -112,7 +105,7 @@ func Run(cfg config.Config) error {
 	stream.Start()
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
 		Streaming: stream, Events: bus, Log: log,
-		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen}})
+		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(aa)}})
 	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.StreamInterceptor(srv.StreamInterceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
 	srv.Register(g)
 
