@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -53,10 +54,14 @@ func inSystemdService() bool {
 		return false
 	}
 	defer f.Close()
-	s := bufio.NewScanner(f)
+	return inService(f)
+}
+
+// inService reads /proc/<pid>/cgroup: "0::/system.slice/minicri.service"
+// (v2) or "1:name=systemd:/system.slice/minicri.service" (v1).
+func inService(r io.Reader) bool {
+	s := bufio.NewScanner(r)
 	for s.Scan() {
-		// "0::/system.slice/minicri.service" (v2) or
-		// "1:name=systemd:/system.slice/minicri.service" (v1).
 		line := s.Text()
 		if strings.HasPrefix(line, "0::") || strings.Contains(line, ":name=systemd:") {
 			return strings.HasSuffix(line, ".service")

@@ -183,7 +183,7 @@ func TestAppArmorDefaultProfileDeniesMountAndProcSys(t *testing.T) {
 	i.pull(t, busybox)
 	podID, pod := i.podWithLogs(t, "apparmor-attack")
 	attack := "mount -o remount,rw,bind /proc/sys && echo evil > /proc/sys/kernel/domainname && echo WROTE; " +
-		"mount -t tmpfs none /mnt && echo MOUNTED; echo DONE; sleep 1000"
+		"mkdir -p /tmp/m && mount -t tmpfs none /tmp/m && echo MOUNTED; echo DONE; sleep 1000"
 	mk := func(name string, p runtimeapi.SecurityProfile_ProfileType) *runtimeapi.ContainerConfig {
 		cfg := withAppArmor(ctrConfig(name, attack), profileOf(p, ""), "")
 		sc := cfg.Linux.SecurityContext
@@ -203,7 +203,7 @@ func TestAppArmorDefaultProfileDeniesMountAndProcSys(t *testing.T) {
 	confined := i.run(t, podID, pod, mk("confined", runtimeapi.SecurityProfile_RuntimeDefault))
 	logPath := filepath.Join(pod.LogDirectory, "confined.log")
 	waitLog(t, logPath, "DONE", time.Minute)
-	if code, out := i.execIn(t, confined, "sh", "-c", "mount -t tmpfs none /mnt && echo MOUNTED"); code == 0 || strings.Contains(out, "MOUNTED") {
+	if code, out := i.execIn(t, confined, "sh", "-c", "mkdir -p /tmp/e && mount -t tmpfs none /tmp/e && echo MOUNTED"); code == 0 || strings.Contains(out, "MOUNTED") {
 		t.Errorf("an exec'd process mounted a tmpfs under the default profile: %s", out)
 	}
 	if code, out := i.execIn(t, confined, "sh", "-c", "mount -o remount,rw,bind /proc/sys && echo evil > /proc/sys/kernel/domainname && echo WROTE"); code == 0 || strings.Contains(out, "WROTE") {
