@@ -11,6 +11,8 @@
 #   make vmtest       a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
 #                     node shape, then the integration tests in it (test/vm/README.md)
 #   make vm-start / vm-stop / vm-status   keep the guest up for test/vm/run.sh CMD...
+#   make install      bin/* to $(BINDIR), the systemd unit, /etc/minicri/config.toml, /etc/crictl.yaml
+#   make uninstall    removes them (pods, /var/lib/minicri and changed config files stay)
 
 SHELL       := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -42,7 +44,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest test bench clean FORCE
-.PHONY: e2e vmtest vm-start vm-stop vm-status
+.PHONY: e2e vmtest vm-start vm-stop vm-status install uninstall
 
 all: build
 
@@ -143,6 +145,51 @@ vm-status:
 bench: build
 	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
 	hack/bench.sh $(OUT)/bin/cribench $(BENCH_ARGS)
+
+# ---- install ---------------------------------------------------------------
+
+# minicri as a node's service. `make build` first (install builds nothing, so that
+# it also works where the checkout is read-only, as in the VM lab). Binaries are
+# replaced by rename: running monitors keep executing the old file. An existing
+# config.toml or crictl.yaml is kept. DESTDIR stages for a package (no systemctl).
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+SYSTEMD_DIR ?= /etc/systemd/system
+DESTDIR     ?=
+UNIT        := $(DESTDIR)$(SYSTEMD_DIR)/minicri.service
+CONFIG      := $(DESTDIR)/etc/minicri/config.toml
+CRICTL_YAML := $(DESTDIR)/etc/crictl.yaml
+SYSTEMCTL    = if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl $(1); fi
+
+install:
+	@for f in bin/minicri bin/minicri-pause; do \
+		[ -x $$f ] || { echo "make install: $$f missing: run make build first" >&2; exit 1; }; done
+	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSTEMD_DIR) $(DESTDIR)/etc/minicri
+	for f in minicri minicri-pause; do \
+		install -m 0755 bin/$$f $(DESTDIR)$(BINDIR)/.$$f.new && mv -f $(DESTDIR)$(BINDIR)/.$$f.new $(DESTDIR)$(BINDIR)/$$f; done
+	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/minicri.service >$(UNIT).new && chmod 0644 $(UNIT).new && mv -f $(UNIT).new $(UNIT)
+	@if [ -e $(CONFIG) ]; then echo "keeping $(CONFIG)"; else \
+		echo "bin/minicri --config /dev/null config >$(CONFIG)"; \
+		bin/minicri --config /dev/null config >$(CONFIG).new && chmod 0644 $(CONFIG).new && mv $(CONFIG).new $(CONFIG); fi
+	@if [ -e $(CRICTL_YAML) ]; then echo "keeping $(CRICTL_YAML)"; else \
+		echo "install contrib/crictl.yaml $(CRICTL_YAML)"; install -m 0644 contrib/crictl.yaml $(CRICTL_YAML); fi
+	@$(call SYSTEMCTL,daemon-reload)
+	@echo "installed; start it with: systemctl enable --now minicri"
+
+# Stopping the service leaves pods running (KillMode=process): remove them first
+# (crictl rmp -fa) to clean the node. /var/lib/minicri is left.
+uninstall:
+	-@$(call SYSTEMCTL,disable --now minicri.service)
+	@if [ -e $(CONFIG) ] && [ -x $(DESTDIR)$(BINDIR)/minicri ] && \
+		$(DESTDIR)$(BINDIR)/minicri --config /dev/null config | cmp -s - $(CONFIG); then \
+		echo "rm $(CONFIG)"; rm -f $(CONFIG); \
+	elif [ -e $(CONFIG) ]; then echo "keeping $(CONFIG) (changed)"; fi
+	@if [ -e $(CRICTL_YAML) ] && cmp -s contrib/crictl.yaml $(CRICTL_YAML); then \
+		echo "rm $(CRICTL_YAML)"; rm -f $(CRICTL_YAML); \
+	elif [ -e $(CRICTL_YAML) ]; then echo "keeping $(CRICTL_YAML) (not minicri's)"; fi
+	-rmdir $(DESTDIR)/etc/minicri 2>/dev/null
+	rm -f $(UNIT) $(DESTDIR)$(BINDIR)/minicri $(DESTDIR)$(BINDIR)/minicri-pause
+	@$(call SYSTEMCTL,daemon-reload)
 
 # ---- clean -----------------------------------------------------------------
 

@@ -58,6 +58,9 @@ const (
 	ProfileRuntimeDefault ProfileType = iota
 	ProfileUnconfined
 	ProfileLocalhost
+	// ProfileUnspecified: the request names no profile (AppArmor only; the
+	// CRI's seccomp default is unconfined): the runtime's default applies.
+	ProfileUnspecified
 )
 
 // Profile is a seccomp or AppArmor profile choice.

@@ -190,6 +190,7 @@ func (c *creation) buildSpec(context.Context) error {
 		Pod:         c.pod,
 		CgroupsPath: c.rec.CgroupsPath,
 		HostCaps:    c.m.opts.HostCaps,
+		AppArmor:    c.m.opts.AppArmor,
 	}
 	if c.rec.Config.Security.PID == ModeTarget {
 		pid, err := c.m.targetPID(c.rec.Config.Security.TargetID)

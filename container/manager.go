@@ -33,6 +33,7 @@ type Options struct {
 	Images   Images
 	Pods     Pods
 	HostCaps []string
+	AppArmor AppArmor // nil: the host has none
 	Log      *slog.Logger
 	Events   *events.Broker // lifecycle events; nil: nobody listens
 }

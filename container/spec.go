@@ -40,6 +40,8 @@ type SpecInput struct {
 	// HostCaps are the capabilities minicri holds (see HostCapabilities):
 	// what a privileged container, or "add ALL", gets.
 	HostCaps []string
+	// AppArmor is the host's AppArmor; nil means none.
+	AppArmor AppArmor
 }
 
 // BuildSpec turns a container request into the OCI runtime spec that
@@ -48,8 +50,8 @@ type SpecInput struct {
 //
 // It reads the host: the rootfs's /etc/passwd and /etc/group, the host
 // paths of mounts (creating missing ones as directories, as containerd
-// does), device nodes, /proc/self/mountinfo, cgroup facts and Localhost
-// seccomp profiles.
+// does), device nodes, /proc/self/mountinfo, cgroup facts, Localhost
+// seccomp profiles and the kernel's AppArmor profiles.
 func BuildSpec(in SpecInput) (*specs.Spec, error) {
 	cfg := &in.Config
 	sec := &cfg.Security
@@ -135,15 +137,26 @@ func BuildSpec(in SpecInput) (*specs.Spec, error) {
 		return nil, err
 	}
 
-	s.Annotations = make(map[string]string, len(cfg.Annotations)+4)
-	for k, v := range cfg.Annotations {
-		s.Annotations[k] = v
+	s.Process.ApparmorProfile, err = buildAppArmor(sec.AppArmor, sec.Privileged, in.AppArmor)
+	if err != nil {
+		return nil, err
 	}
-	s.Annotations[AnnotationSandboxID] = in.Pod.ID
-	s.Annotations[AnnotationContainerName] = cfg.Name
-	s.Annotations[AnnotationImageName] = cfg.Image
-	s.Annotations[AnnotationContainerType] = containerTypeContainer
+
+	s.Annotations = buildAnnotations(cfg, in.Pod.ID)
 	return s, nil
+}
+
+// buildAnnotations are the request's annotations and containerd's own.
+func buildAnnotations(cfg *Config, podID string) map[string]string {
+	a := make(map[string]string, len(cfg.Annotations)+4)
+	for k, v := range cfg.Annotations {
+		a[k] = v
+	}
+	a[AnnotationSandboxID] = podID
+	a[AnnotationContainerName] = cfg.Name
+	a[AnnotationImageName] = cfg.Image
+	a[AnnotationContainerType] = containerTypeContainer
+	return a
 }
 
 // processArgs merges the request's command and args with the image's

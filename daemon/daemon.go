@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/minicri/minicri/config"
-	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
@@ -70,13 +69,7 @@ func Run(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	caps, err := container.HostCapabilities()
-	if err != nil {
-		return fmt.Errorf("read own capabilities: %w", err)
-	}
-	containers, err := container.New(ctx, container.Options{
-		Root: cfg.Root, State: cfg.State, Images: images, Pods: pods{sandboxes}, HostCaps: caps, Log: log, Events: bus,
-	})
+	containers, aa, err := newContainers(ctx, cfg, images, sandboxes, bus, log)
 	if err != nil {
 		return err
 	}
@@ -98,7 +91,7 @@ func Run(cfg config.Config) error {
 	stream.Start()
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
 		Streaming: stream, Events: bus, Log: log,
-		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen}})
+		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(aa)}})
 	ln, err := listen(cfg)
 	if err != nil {
 		return err

@@ -185,6 +185,9 @@ func (c *creation) startMonitor(ctx context.Context) error {
 		return err
 	}
 	c.rec.Status.Monitor, c.rec.Status.Pause = st.Monitor, st.Pause
+	if err := placeMonitor(c.rec.ID, st.Monitor.PID); err != nil {
+		c.m.log.Warn("the monitor stays in minicri's service: stopping the service would kill it", "pod", c.rec.ID, "err", err)
+	}
 	hs, err := openProcs(c.rec.Status)
 	if err != nil {
 		return err

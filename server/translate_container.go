@@ -103,7 +103,7 @@ func securityFromCRI(s *runtimeapi.LinuxContainerSecurityContext) container.Secu
 		// The deprecated *_profile_path/apparmor_profile fields are still sent
 		// by older kubelets, and containerd still honours them.
 		Seccomp:  profileFromCRI(s.GetSeccomp(), s.GetSeccompProfilePath()), //nolint:staticcheck // see above
-		AppArmor: profileFromCRI(s.GetApparmor(), s.GetApparmorProfile()),   //nolint:staticcheck // see above
+		AppArmor: appArmorFromCRI(s.GetApparmor(), s.GetApparmorProfile()),  //nolint:staticcheck // see above
 	}
 	if u := s.GetRunAsUser(); u != nil {
 		v := u.GetValue()
@@ -136,6 +136,21 @@ func profileFromCRI(p *runtimeapi.SecurityProfile, legacy string) container.Prof
 		return container.Profile{Type: container.ProfileLocalhost, Path: strings.TrimPrefix(legacy, "localhost/")}
 	}
 	return container.Profile{Type: container.ProfileUnconfined}
+}
+
+// appArmorFromCRI is profileFromCRI but for nothing set, which leaves the
+// choice to the runtime (containerd: its default profile, kubernetes#51746).
+// A SecurityProfile's LocalhostRef is kept whatever its type, so that a
+// contradictory one can be refused.
+func appArmorFromCRI(p *runtimeapi.SecurityProfile, legacy string) container.Profile {
+	if p == nil && legacy == "" {
+		return container.Profile{Type: container.ProfileUnspecified}
+	}
+	out := profileFromCRI(p, legacy)
+	if p != nil {
+		out.Path = p.GetLocalhostRef()
+	}
+	return out
 }
 
 // containerStates pairs the domain's states with the CRI's; the others

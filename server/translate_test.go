@@ -49,3 +49,29 @@ func TestContainerNamespaceOptionsAreTranslated(t *testing.T) {
 		t.Fatalf("pod: %+v", pod)
 	}
 }
+
+// AppArmor: nothing set is the runtime's choice (its default profile);
+// the deprecated string and the SecurityProfile both map.
+func TestAppArmorFromCRI(t *testing.T) {
+	sp := func(ty runtimeapi.SecurityProfile_ProfileType, ref string) *runtimeapi.SecurityProfile {
+		return &runtimeapi.SecurityProfile{ProfileType: ty, LocalhostRef: ref}
+	}
+	for _, tc := range []struct {
+		p      *runtimeapi.SecurityProfile
+		legacy string
+		want   container.Profile
+	}{
+		{nil, "", container.Profile{Type: container.ProfileUnspecified}},
+		{nil, "runtime/default", container.Profile{Type: container.ProfileRuntimeDefault}},
+		{nil, "unconfined", container.Profile{Type: container.ProfileUnconfined}},
+		{nil, "localhost/p1", container.Profile{Type: container.ProfileLocalhost, Path: "p1"}},
+		{sp(runtimeapi.SecurityProfile_RuntimeDefault, ""), "", container.Profile{Type: container.ProfileRuntimeDefault}},
+		{sp(runtimeapi.SecurityProfile_Unconfined, ""), "localhost/p1", container.Profile{Type: container.ProfileUnconfined}},
+		{sp(runtimeapi.SecurityProfile_Localhost, "p2"), "localhost/p1", container.Profile{Type: container.ProfileLocalhost, Path: "p2"}},
+		{sp(runtimeapi.SecurityProfile_RuntimeDefault, "p2"), "", container.Profile{Type: container.ProfileRuntimeDefault, Path: "p2"}},
+	} {
+		if got := appArmorFromCRI(tc.p, tc.legacy); got != tc.want {
+			t.Errorf("appArmorFromCRI(%v, %q) = %+v, want %+v", tc.p, tc.legacy, got, tc.want)
+		}
+	}
+}

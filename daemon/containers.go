@@ -1,0 +1,48 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/minicri/minicri/config"
+	"github.com/minicri/minicri/container"
+	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/internal/apparmor"
+	"github.com/minicri/minicri/internal/events"
+	"github.com/minicri/minicri/sandbox"
+)
+
+// newContainers creates the container manager with what it needs of the
+// host: minicri's capabilities and AppArmor, whose default profile starts
+// loading in the background (the first RuntimeDefault container waits
+// for it; a daemon restart finds it loaded).
+func newContainers(ctx context.Context, cfg config.Config, images *image.Store, sandboxes *sandbox.Manager,
+	bus *events.Broker, log *slog.Logger) (*container.Manager, *apparmor.Host, error) {
+	caps, err := container.HostCapabilities()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read own capabilities: %w", err)
+	}
+	aa := apparmor.New(apparmor.Options{Dir: filepath.Join(cfg.State, "apparmor"), Log: log})
+	log.Info("AppArmor", "enabled", aa.Enabled(), "default_profile", apparmor.DefaultProfileName)
+	aa.Start()
+	containers, err := container.New(ctx, container.Options{
+		Root: cfg.Root, State: cfg.State, Images: images, Pods: pods{sandboxes}, HostCaps: caps,
+		AppArmor: aa, Log: log, Events: bus,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return containers, aa, nil
+}
+
+// appArmorInfo is what verbose Status says of AppArmor (the CRI has no
+// feature field for it).
+func appArmorInfo(aa *apparmor.Host) map[string]any {
+	info := map[string]any{"enabled": aa.Enabled()}
+	if aa.Enabled() {
+		info["defaultProfile"] = apparmor.DefaultProfileName
+	}
+	return info
+}
