@@ -27,7 +27,7 @@ const pauseID = 65535
 // startPause starts the pause in the namespaces p asks for and waits until it
 // has applied the sysctls and hostname and locked itself in (see pause.c).
 func startPause(p Pause, log *slog.Logger) (*exec.Cmd, error) {
-	var args []string
+	args := []string{"-l"} // lock in: own empty root, no privileges, seccomp
 	if p.NewUTS && p.Hostname != "" {
 		args = append(args, "-h", p.Hostname)
 	}
