@@ -20,6 +20,7 @@ import (
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/network"
@@ -70,6 +71,12 @@ func Run(cfg config.Config) error {
 	if err != nil {
 		return fmt.Errorf("network: %w", err)
 	}
+	cgDriver, err := cgdriver.Resolve(cfg.CgroupDriver)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	cgParent := cgDriver.DefaultParent(cfg.CgroupParent)
+	log.Info("cgroups", "driver", cgDriver, "parent", cgParent, "unified", cgdriver.Unified())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	images, err := newImageStore(cfg, log)
@@ -80,7 +87,7 @@ func Run(cfg config.Config) error {
 	bus := events.NewBroker()
 	sandboxes, err := sandbox.New(ctx, sandbox.Options{
 		Root: cfg.Root, State: cfg.State, Exe: exe, PausePath: pause,
-		CgroupParent: cfg.CgroupParent, Network: net, Containers: hooks, Log: log, Events: bus,
+		CgroupParent: cgParent, CgroupDriver: cgDriver, Network: net, Containers: hooks, Log: log, Events: bus,
 	})
 	if err != nil {
 		return err
@@ -111,7 +118,7 @@ func Run(cfg config.Config) error {
 	}
 	stream.Start()
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
-		Streaming: stream, Events: bus, Log: log,
+		Streaming: stream, Events: bus, Log: log, SystemdCgroups: cgDriver == cgdriver.Systemd,
 		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen}})
 	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.StreamInterceptor(srv.StreamInterceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
 	srv.Register(g)

@@ -13,17 +13,16 @@ import (
 	"syscall"
 	"time"
 
-	cgroupfs "github.com/opencontainers/cgroups/fs"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/console"
 	"github.com/minicri/minicri/internal/crilog"
 	"github.com/minicri/minicri/internal/lcproc"
-	"github.com/minicri/minicri/internal/proc"
 )
 
 // ioDrainTimeout bounds how long an exit waits for the container's output
@@ -68,6 +67,8 @@ type containers struct {
 	byID   map[string]*ctr
 	log    *slog.Logger
 	reaper *reaper
+	// oomFloor is the lowest oom_score_adj the monitor may set.
+	oomFloor int
 }
 
 func (cs *containers) get(id string) (*ctr, error) {
@@ -94,8 +95,10 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	if err != nil {
 		return nil, err
 	}
-	clampOOMScoreAdj(spec)
-	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{CgroupName: id, Spec: spec})
+	clampOOMScoreAdj(spec, cs.oomFloor, cs.log)
+	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
+		CgroupName: id, Spec: spec, UseSystemdCgroup: cgdriver.IsSystemd(spec.Linux.CgroupsPath),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("convert spec: %w", err)
 	}
@@ -146,16 +149,15 @@ func readSpec(bundle string) (*specs.Spec, error) {
 	return &spec, nil
 }
 
-// clampOOMScoreAdj raises an oom_score_adj this process may not set (root
-// without CAP_SYS_RESOURCE cannot go below its own) to the lowest it may.
-func clampOOMScoreAdj(spec *specs.Spec) {
-	if spec.Process == nil || spec.Process.OOMScoreAdj == nil {
+// clampOOMScoreAdj raises an oom_score_adj below floor (what the kernel
+// lets this monitor set: root without CAP_SYS_RESOURCE cannot go below its
+// oom_score_adj_min) to floor; libcontainer would fail the start.
+func clampOOMScoreAdj(spec *specs.Spec, floor int, log *slog.Logger) {
+	if spec.Process == nil || spec.Process.OOMScoreAdj == nil || *spec.Process.OOMScoreAdj >= floor {
 		return
 	}
-	if own, err := proc.OwnOOMScoreAdj(); err == nil && *spec.Process.OOMScoreAdj < own {
-		v := own
-		spec.Process.OOMScoreAdj = &v
-	}
+	log.Info("oom_score_adj clamped", "wanted", *spec.Process.OOMScoreAdj, "set", floor)
+	spec.Process.OOMScoreAdj = &floor
 }
 
 // start sets up the container's stdio and starts its init process.
@@ -308,7 +310,7 @@ func (k *ctr) oomKilled() bool {
 	if err != nil {
 		return false
 	}
-	n, err := cgroupfs.OOMKillCount(st.CgroupPaths["memory"])
+	n, err := cgdriver.OOMKills(st.CgroupPaths)
 	return err == nil && n > 0
 }
 
