@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,6 +49,9 @@ type ctr struct {
 
 	io     sync.WaitGroup // log copiers
 	exited chan struct{}  // closed after exit is recorded
+
+	oomSeen atomic.Bool   // the kernel OOM-killed in the cgroup (watchOOM)
+	oomDone chan struct{} // closed when watchOOM's watch ends; nil without one
 
 	mu        sync.Mutex
 	startedAt time.Time
@@ -122,6 +126,9 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 		}
 		releaseFailedStart()
 		return nil, err
+	}
+	if cfg.Cgroups != nil && cfg.Cgroups.Systemd {
+		k.watchOOM(cs.log)
 	}
 	cs.mu.Lock()
 	cs.byID[id] = k
@@ -305,13 +312,39 @@ func (k *ctr) killLeftovers(log *slog.Logger) {
 	}
 }
 
-func (k *ctr) oomKilled() bool {
-	st, err := k.c.State()
+// watchOOM follows the container's OOM kills while it runs. Under systemd
+// the scope's cgroup, and the kill count in it, goes as soon as its last
+// process exits: often before the exit is reaped and the count read.
+func (k *ctr) watchOOM(log *slog.Logger) {
+	ch, err := k.c.NotifyOOM()
 	if err != nil {
-		return false
+		log.Warn("watch for OOM kills", "container", k.id, "err", err)
+		return
 	}
-	n, err := cgdriver.OOMKills(st.CgroupPaths)
-	return err == nil && n > 0
+	k.oomDone = make(chan struct{})
+	go func() {
+		defer close(k.oomDone)
+		for range ch {
+			k.oomSeen.Store(true)
+		}
+	}()
+}
+
+// oomKilled reads the cgroup's OOM kill count (v1 memory.oom_control, v2
+// memory.events) or, once the cgroup is gone, what watchOOM saw.
+func (k *ctr) oomKilled() bool {
+	if st, err := k.c.State(); err == nil {
+		if n, err := cgdriver.OOMKills(st.CgroupPaths); err == nil {
+			return n > 0 || k.oomSeen.Load()
+		}
+	}
+	if k.oomDone != nil {
+		select {
+		case <-k.oomDone:
+		case <-time.After(time.Second):
+		}
+	}
+	return k.oomSeen.Load()
 }
 
 // begin lets a created container's init exec the user's process.

@@ -80,7 +80,8 @@ func TestCgroupOOMKilledReason(t *testing.T) {
 	id := i.run(t, podID, pod, cfg)
 	st := i.waitExited(t, id, 120*time.Second)
 	if st.Reason != "OOMKilled" || st.ExitCode != 137 {
-		t.Fatalf("cgroup v2: %v; want OOMKilled/137, got %q/%d", hostUnified(), st.Reason, st.ExitCode)
+		mon, _ := os.ReadFile(filepath.Join(i.dir, "state", "sandboxes", podID, "monitor.log"))
+		t.Fatalf("cgroup v2: %v; want OOMKilled/137, got %q/%d; monitor log:\n%s", hostUnified(), st.Reason, st.ExitCode, mon)
 	}
 }
 
