@@ -34,23 +34,30 @@ func OOMKills(paths map[string]string) (uint64, error) {
 	return 0, errors.New("no memory cgroup")
 }
 
-// SwapAvailable reports whether memory cgroups account and limit swap, probed
-// once: v1 needs memory.memsw.*, v2 memory.swap.max. That file is in every
-// v2 cgroup with the memory controller but the root, so a daemon in the root
-// cgroup (no systemd, or a container's init) looks in the cgroups below it.
+// SwapAvailable reports whether memory cgroups account and limit swap,
+// probed once.
 var SwapAvailable = sync.OnceValue(func() bool {
-	if !Unified() {
-		_, err := os.Stat(filepath.Join(Mountpoint, "memory", "memory.memsw.limit_in_bytes"))
+	self, _ := unifiedSelf()
+	return swapProbe(Mountpoint, Unified(), self)
+})
+
+// swapProbe: v1 needs memory.memsw.*, v2 memory.swap.max. That file is in
+// every v2 cgroup with the memory controller but the root, so a daemon in
+// the root cgroup (no systemd, or a container's init) looks in the cgroups
+// below it.
+func swapProbe(mountpoint string, unified bool, self string) bool {
+	if !unified {
+		_, err := os.Stat(filepath.Join(mountpoint, "memory", "memory.memsw.limit_in_bytes"))
 		return err == nil
 	}
-	if self, err := unifiedSelf(); err == nil && self != "/" {
-		_, err := os.Stat(filepath.Join(Mountpoint, self, "memory.swap.max"))
+	if self != "" && self != "/" {
+		_, err := os.Stat(filepath.Join(mountpoint, self, "memory.swap.max"))
 		return err == nil
 	}
-	if !hasController(Mountpoint, "memory") {
+	if !hasController(mountpoint, "memory") {
 		return false
 	}
-	entries, err := os.ReadDir(Mountpoint)
+	entries, err := os.ReadDir(mountpoint)
 	if err != nil {
 		return false
 	}
@@ -58,12 +65,12 @@ var SwapAvailable = sync.OnceValue(func() bool {
 		if !e.IsDir() {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(Mountpoint, e.Name(), "memory.swap.max")); err == nil {
+		if _, err := os.Stat(filepath.Join(mountpoint, e.Name(), "memory.swap.max")); err == nil {
 			return true
 		}
 	}
 	return false
-})
+}
 
 // HugetlbPresent reports whether the hugetlb controller is there.
 var HugetlbPresent = sync.OnceValue(func() bool {

@@ -3,11 +3,15 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/opencontainers/cgroups"
+	cgmanager "github.com/opencontainers/cgroups/manager"
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -171,4 +175,99 @@ func TestCgroupSlicePodParent(t *testing.T) {
 	}
 	i.stopRemove(t, podID)
 	i.assertNothingLeft(t, map[string]podInfo{podID: info})
+}
+
+// Under systemd, restarting or losing minicri's service kills what is in the
+// service's cgroup. The pods' monitors live in scopes of their own, so
+// three running pods stay READY and their logs have no gap. The daemon runs
+// here in a scope of its own, killed as a KillMode=control-group stop does.
+func TestCgroupServiceKillSparesPods(t *testing.T) {
+	if !hostSystemd() {
+		t.Skip("needs systemd as PID 1 (the daemon's service cgroup, the monitors' scopes); this host has none")
+	}
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	unit := fmt.Sprintf("minicri-itd-%d%d.scope", os.Getpid(), time.Now().UnixNano()%100000)
+	mgr, err := cgmanager.New(&cgroups.Cgroup{Parent: "system.slice", ScopePrefix: "minicri-itd",
+		Name: strings.TrimSuffix(strings.TrimPrefix(unit, "minicri-itd-"), ".scope"), Systemd: true,
+		Resources: &cgroups.Resources{SkipDevices: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Apply(i.cmd.Process.Pid); err != nil {
+		t.Fatalf("move the daemon into %s: %v", unit, err)
+	}
+	var pods, logs []string
+	for n := range 3 {
+		podID, cfg := i.podWithLogs(t, fmt.Sprintf("svc-%d", n))
+		c := ctrConfig("count", "n=0; while true; do echo $n; n=$((n+1)); sleep 0.1; done")
+		i.run(t, podID, cfg, c)
+		pods, logs = append(pods, podID), append(logs, filepath.Join(cfg.LogDirectory, c.LogPath))
+	}
+	before := make([]int, len(logs))
+	for n, l := range logs {
+		waitLog(t, l, "5", 120*time.Second)
+		before[n] = len(readLog(t, l))
+	}
+	i.conn.Close()
+	if out, err := exec.Command("systemctl", "kill", "--signal=SIGKILL", unit).CombinedOutput(); err != nil {
+		t.Fatalf("systemctl kill %s: %v %s", unit, err, out)
+	}
+	i.cmd.Wait()
+	i.start()
+	time.Sleep(3 * time.Second)
+	for n, id := range pods {
+		if st, _ := i.status(t, id); st.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			t.Errorf("pod %d is %v after the daemon's service was killed", n, st.State)
+		}
+		lines := readLog(t, logs[n])
+		for k, l := range lines {
+			if v, err := strconv.Atoi(l.content); err != nil || v != k {
+				t.Fatalf("pod %d log line %d is %q: a gap", n, k, l.content)
+			}
+		}
+		if len(lines) <= before[n] {
+			t.Errorf("pod %d logged nothing after the kill (%d lines before, %d after)", n, before[n], len(lines))
+		}
+		t.Logf("pod %d: %d log lines before the kill, %d after, no gap", n, before[n], len(lines))
+	}
+}
+
+// The pause gets Kubernetes' -998 wherever root may set it (with
+// CAP_SYS_RESOURCE), and is clamped to the daemon's own value only where
+// the kernel refuses.
+func TestCgroupPauseOOMScoreAdj(t *testing.T) {
+	i := newInstance(t)
+	id := i.runPod(t, podConfig("cg-oomadj"))
+	_, info := i.status(t, id)
+	read := func(pid int) int {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return v
+	}
+	want := read(i.cmd.Process.Pid)
+	if hasCapSysResource(t) {
+		want = -998
+	}
+	if got := read(info.PID); got != want {
+		t.Errorf("pause oom_score_adj %d, want %d (CAP_SYS_RESOURCE: %v)", got, want, hasCapSysResource(t))
+	}
+	i.stopRemove(t, id)
+}
+
+func hasCapSysResource(t *testing.T) bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
+			caps, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return caps&(1<<unix.CAP_SYS_RESOURCE) != 0
+		}
+	}
+	return false
 }
