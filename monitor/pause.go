@@ -10,10 +10,9 @@ import (
 	"runtime"
 	"syscall"
 
-	"github.com/opencontainers/cgroups"
-	cgmanager "github.com/opencontainers/cgroups/manager"
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/idmap"
 	"github.com/minicri/minicri/internal/proc"
 )
@@ -119,9 +118,9 @@ func startInNetNS(path string, cmd *exec.Cmd) error {
 // placePause puts the pause into the pod's cgroup and sets its OOM score.
 func placePause(p Pause, pid int, log *slog.Logger) error {
 	if p.CgroupPath != "" {
-		mgr, err := cgmanager.New(&cgroups.Cgroup{Path: p.CgroupPath, Resources: &cgroups.Resources{SkipDevices: true}})
+		mgr, err := cgdriver.Manager(p.CgroupPath)
 		if err != nil {
-			return fmt.Errorf("pause cgroup %s: %w", p.CgroupPath, err)
+			return fmt.Errorf("pause cgroup: %w", err)
 		}
 		if err := mgr.Apply(pid); err != nil {
 			return fmt.Errorf("pause cgroup %s: %w", p.CgroupPath, err)
