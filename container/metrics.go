@@ -284,7 +284,7 @@ func (m *Manager) fsUsage(id string, now time.Time) FSUsage {
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(upper, &st); err == nil {
-		fs.LimitBytes = st.Blocks * uint64(st.Bsize)
+		fs.LimitBytes = st.Blocks * uint64(st.Bsize) //nolint:gosec // f_bsize is never negative
 		fs.InodesTotal, fs.InodesFree = st.Files, st.Ffree
 	}
 	return fs

@@ -120,9 +120,11 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	}
 	done()
 	if err != nil {
-		c.Destroy()
+		if derr := c.Destroy(); derr != nil {
+			cs.log.Warn("destroy a container whose create failed", "container", id, "err", derr)
+		}
 		if k.log != nil {
-			k.log.Close() // every failed create would keep its log open
+			_ = k.log.Close() // every failed create would keep its log open; nothing was logged yet
 		}
 		releaseFailedStart()
 		return nil, err
@@ -231,8 +233,8 @@ func (k *ctr) start(sp *specs.Process, req *CreateRequest) error {
 	if consoleSock != nil {
 		master, err := console.RecvFile(consoleSock, false)
 		if err != nil {
-			k.c.Signal(unix.SIGKILL)
-			p.Wait()
+			_ = k.c.Signal(unix.SIGKILL) // the console's error is the one reported
+			_, _ = p.Wait()
 			return err
 		}
 		k.tty = master
@@ -260,7 +262,7 @@ func (k *ctr) copy(stream string, r *os.File) {
 		defer k.io.Done()
 		defer r.Close()
 		if k.log == nil {
-			io.Copy(io.Discard, src)
+			_, _ = io.Copy(io.Discard, src) // a drain: it ends when the container closes its end
 			return
 		}
 		k.log.Copy(stream, src, nil)
@@ -399,7 +401,9 @@ func (cs *containers) remove(id string) error {
 		return fmt.Errorf("destroy container: %w", err)
 	}
 	if k.log != nil {
-		k.log.Close()
+		if err := k.log.Close(); err != nil {
+			cs.log.Warn("close container log", "container", id, "err", err)
+		}
 	}
 	k.stdinMu.Lock()
 	if k.stdin != nil {

@@ -72,8 +72,8 @@ func startPause(p Pause, log *slog.Logger) (*exec.Cmd, error) {
 	}
 	msg, _ := io.ReadAll(r)
 	if !bytes.Equal(msg, []byte("R")) {
-		cmd.Process.Kill()
-		cmd.Wait()
+		_ = cmd.Process.Kill() // it failed its handshake: that error is the one reported
+		_ = cmd.Wait()
 		if len(msg) == 0 {
 			return nil, fmt.Errorf("pause exited before it was ready")
 		}

@@ -62,6 +62,7 @@ func OOMScoreAdjFloor() int {
 	if err := os.WriteFile(self, []byte("-1000"), 0); err != nil {
 		return own
 	}
-	os.WriteFile(self, []byte(strconv.Itoa(own)), 0)
+	// Raising one's own score back never needs a privilege.
+	_ = os.WriteFile(self, []byte(strconv.Itoa(own)), 0)
 	return -1000
 }
