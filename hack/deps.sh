@@ -155,6 +155,17 @@ deps_cni() {
 	log "CNI plugins $CNI_VERSION installed in $CNI_BIN_DIR"
 }
 
+
+# module_src MODULE@VERSION TMP: a writable copy of the module's source in TMP/src, from
+# the Go module proxy.
+module_src() {
+	local src
+	src=$(cd "$2" && GOFLAGS='' "$GO" mod download -json "$1" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$src" ] || die "go mod download $1 failed"
+	cp -r "$src" "$2/src"
+	chmod -R u+w "$2/src"
+}
 deps_cri_tools() {
 	local stamp="$TOOLS_DIR/.cri-tools" want="cri-tools-$CRI_TOOLS_VERSION"
 	if stamp_is "$stamp" "$want" && all_present "$TOOLS_DIR" "${CRI_TOOLS[@]}"; then
@@ -166,16 +177,12 @@ deps_cri_tools() {
 	else
 		ensure_go
 		log "cri-tools $CRI_TOOLS_VERSION: building critest and crictl"
-		local tmp src
+		local tmp
 		tmp=$(mktemp -d /tmp/minicri-deps-cri-tools.XXXXXX)
 		CLEANUP+=("$tmp")
 		# Build from the module's own go.mod/go.sum (the versions cri-tools' release uses;
 		# the module zip carries no vendor/ dir, so no -mod=vendor as in its Makefile).
-		src=$(cd "$tmp" && GOFLAGS='' "$GO" mod download -json "sigs.k8s.io/cri-tools@$CRI_TOOLS_VERSION" |
-			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-		[ -d "$src" ] || die "go mod download sigs.k8s.io/cri-tools@$CRI_TOOLS_VERSION failed"
-		cp -r "$src" "$tmp/src"
-		chmod -R u+w "$tmp/src"
+		module_src "sigs.k8s.io/cri-tools@$CRI_TOOLS_VERSION" "$tmp"
 		(
 			cd "$tmp/src"
 			export GOFLAGS="-mod=readonly -trimpath" CGO_ENABLED=0 GOWORK=off
@@ -203,16 +210,12 @@ deps_golangci_lint() {
 	else
 		ensure_go
 		log "golangci-lint $GOLANGCI_LINT_VERSION: building from the Go module proxy"
-		local tmp src
+		local tmp
 		tmp=$(mktemp -d /tmp/minicri-deps-golangci-lint.XXXXXX)
 		CLEANUP+=("$tmp")
 		# Built from the module's own go.mod/go.sum (the versions its release uses), with the
 		# Go that builds minicri, so it understands minicri's Go version.
-		src=$(cd "$tmp" && GOFLAGS='' "$GO" mod download -json "github.com/golangci/golangci-lint/v2@$GOLANGCI_LINT_VERSION" |
-			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-		[ -d "$src" ] || die "go mod download github.com/golangci/golangci-lint/v2@$GOLANGCI_LINT_VERSION failed"
-		cp -r "$src" "$tmp/src"
-		chmod -R u+w "$tmp/src"
+		module_src "github.com/golangci/golangci-lint/v2@$GOLANGCI_LINT_VERSION" "$tmp"
 		(
 			cd "$tmp/src"
 			export GOFLAGS="-mod=readonly -trimpath" CGO_ENABLED=0 GOWORK=off
