@@ -10,6 +10,10 @@
 #   VMTEST_RUN     the integration tests to run (a -test.run regexp; default VMTEST_RUN_DEFAULT)
 #   VMTEST_STEPS   the names of the steps to run (default: all), e.g. "smoke integration"
 #   VMTEST_OUT     where logs go (default _output/vmtest); a summary in $VMTEST_OUT/summary.txt
+#                  (two runs at once need two VMTEST_OUTs, and `vm.sh start` first)
+#   VMTEST_FULL=1  also the steps too long for CI: critest-vm-full (every spec, ~25-40 min,
+#                  gated on test/critest/must-pass-vm); with VMTEST_RUN=. all integration tests
+#   VMTEST_CRITEST_FOCUS  the critest-vm subset (a -ginkgo.focus regexp)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -23,18 +27,47 @@ GO=${GO:-go}
 VMTEST_RUN_DEFAULT='^(TestPodGetsIPAndOwnNamespaces|TestTwoPodsReachEachOther|TestHostPortGetsRulesAndLosesThem|TestBadInputGetsClearErrors|TestRestartKeepsPodsUntouched|TestContainerLifecycleLogsAndLeaks|TestExitCodesAndReasons|TestOOMKillIsReported|TestSymlinkHostPathMountAndUpdateResources|TestStreamListsMatchListsAndUpdatePodSandboxResources|TestContainersSurviveDaemonRestartAndKeepLogging|TestKilledMonitorLeavesContainersManageable|TestExecStreams|TestPortForward|TestPodMetricsFollowCPUAndMemory|TestUserNamespacePod)$'
 VMTEST_RUN=${VMTEST_RUN:-$VMTEST_RUN_DEFAULT}
 VMTEST_OUT=${VMTEST_OUT:-$VM_OUT/vmtest}
-BIN=$VM_ROOT/bin
-IT=$VMTEST_OUT/integration.test
+# The critest-vm subset (CI): the areas issue 10 changed (AppArmor, OOM, stats and
+# resources under cgroup v2, RuntimeConfig), pod and container lifecycle, privileged.
+# 32 specs; README.md has its time in the guest.
+VMTEST_CRITEST_FOCUS=${VMTEST_CRITEST_FOCUS:-'AppArmor|Container OOM|Runtime info|PodSandbox runtime should support basic operations|Container runtime should support basic operations|Security Context bucket runtime should support Privileged'}
+TOOLS=${VMTEST_TOOLS:-$VM_OUT/tools}
+# Binaries go to a directory of their own per run: a binary rewritten in place on the
+# host can reach a running guest stale over 9p (seen: SIGSEGV).
+BIN=$VMTEST_OUT/bin-$(date +%s)
+IT=$BIN/integration.test
+CRITEST_ENV="MINICRI=$BIN/minicri CRICTL=$TOOLS/crictl CRITEST=$TOOLS/critest INSTANCE_REGISTRY_BIN=$BIN/registry CRITEST_JUNIT_SUMMARY=$BIN/junit-summary"
 
 STEPS=(
 	"smoke|test/vm/smoke.sh"
 	"integration|cd test/integration && MINICRI_BIN=$BIN/minicri MINICRI_PAUSE=$BIN/minicri-pause $IT -test.v -test.count=1 -test.timeout=40m -test.run '$VMTEST_RUN'"
+	"critest-vm|$CRITEST_ENV CRITEST_OUT=$VMTEST_OUT/critest-vm CRITEST_MUST_PASS=test/critest/must-pass-vm CRITEST_FOCUS='$VMTEST_CRITEST_FOCUS' test/critest/run.sh"
+	"systemd-restart|VMTEST_BIN=$BIN CRICTL=$TOOLS/crictl test/vm/systemd-restart.sh"
+	"e2e-systemd|CRICTL=$TOOLS/crictl E2E_OUT=$VMTEST_OUT/e2e-systemd E2E_MODES=standalone E2E_CGROUP_DRIVER=systemd E2E_MINICRI=$BIN/minicri test/e2e/run.sh"
 )
+# Not in CI (VMTEST_FULL=1): the whole critest suite, ~25-40 min in the guest.
+FULL_STEPS=(
+	"critest-vm-full|$CRITEST_ENV CRITEST_OUT=$VMTEST_OUT/critest-vm-full CRITEST_MUST_PASS=test/critest/must-pass-vm CRITEST_TIMEOUT=90m test/critest/run.sh"
+)
+[ "${VMTEST_FULL:-0}" != 1 ] || STEPS+=("${FULL_STEPS[@]}")
 
-mkdir -p "$VMTEST_OUT"
-[ -x "$BIN/minicri" ] && [ -x "$BIN/minicri-pause" ] || vm_die "build first (make build): no $BIN/minicri or $BIN/minicri-pause"
-vm_log "building the integration test binary on the host"
-(cd "$VM_ROOT" && CGO_ENABLED=1 "$GO" test -c -tags seccomp -o "$IT" ./test/integration)
+mkdir -p "$BIN"
+# Older binary directories of this VMTEST_OUT (a concurrent run uses another VMTEST_OUT).
+find "$VMTEST_OUT" -maxdepth 1 -name 'bin-*' ! -path "$BIN" -exec rm -rf {} + 2>/dev/null || true
+for f in minicri minicri-pause; do
+	[ -x "$VM_ROOT/bin/$f" ] || vm_die "build first (make build): no $VM_ROOT/bin/$f"
+	cp "$VM_ROOT/bin/$f" "$BIN/$f"
+done
+[ -x "$TOOLS/critest" ] && [ -x "$TOOLS/crictl" ] || vm_die "no $TOOLS/critest or crictl: run make deps (or set VMTEST_TOOLS)"
+vm_log "building the test binaries on the host into $BIN"
+(cd "$VM_ROOT" && CGO_ENABLED=1 "$GO" test -c -tags seccomp -o "$IT" ./test/integration &&
+	"$GO" build -o "$BIN/registry" ./test/registry &&
+	"$GO" build -o "$BIN/junit-summary" ./test/critest/junit)
+# The kubelet and etcd for e2e-systemd: built (or found in /var/cache/minicri-tools) on
+# the host; the guest finds the same cache.
+if [ -z "${VMTEST_STEPS:-}" ] || [[ " $VMTEST_STEPS " == *" e2e-systemd "* ]]; then
+	"$VM_ROOT/test/e2e/tools.sh" "$VMTEST_OUT/e2e-tools" >/dev/null
+fi
 
 own=0
 stop_own() { [ $own = 0 ] || "$VM_DIR/vm.sh" stop; }
