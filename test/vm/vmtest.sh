@@ -43,7 +43,7 @@ STEPS=(
 	"integration|cd test/integration && MINICRI_BIN=$BIN/minicri MINICRI_PAUSE=$BIN/minicri-pause $IT -test.v -test.count=1 -test.timeout=40m -test.run '$VMTEST_RUN'"
 	"critest-vm|$CRITEST_ENV CRITEST_OUT=$VMTEST_OUT/critest-vm CRITEST_MUST_PASS=test/critest/must-pass-vm CRITEST_FOCUS='$VMTEST_CRITEST_FOCUS' test/critest/run.sh"
 	"systemd-restart|VMTEST_BIN=$BIN CRICTL=$TOOLS/crictl test/vm/systemd-restart.sh"
-	"e2e-systemd|CRICTL=$TOOLS/crictl E2E_OUT=$VMTEST_OUT/e2e-systemd E2E_MODES=standalone E2E_CGROUP_DRIVER=systemd E2E_MINICRI=$BIN/minicri test/e2e/run.sh"
+	"e2e-systemd|CRICTL=$TOOLS/crictl E2E_OUT=$VMTEST_OUT/e2e-systemd E2E_MODES=standalone E2E_CGROUP_DRIVER=systemd MINICRI=$BIN/minicri INSTANCE_REGISTRY_BIN=$BIN/registry test/e2e/run.sh"
 )
 # Not in CI (VMTEST_FULL=1): the whole critest suite, ~25-40 min in the guest.
 FULL_STEPS=(
