@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test/vm/vmtest.sh — `make vmtest`: boots the VM lab, runs the steps below in the guest
+# test/vm/vmtest.sh — `make vmtest-ci` (CI's VM subset) and `make vmtest` (VMTEST_FULL=1:
+# everything): boots the VM lab, runs the steps below in the guest
 # one after the other (each timed, all run even after a failure), stops the guest and
 # exits 1 if any step failed. Binaries are built on the host (by make: bin/minicri,
 # bin/minicri-pause; here: the integration test binary) and only run in the guest.
@@ -7,25 +8,31 @@
 # Adding a step is one line in STEPS: "name|command run in the guest from the checkout".
 #
 # Environment:
-#   VMTEST_RUN     the integration tests to run (a -test.run regexp; default VMTEST_RUN_DEFAULT)
+#   VMTEST_FULL=1  what CI cannot afford: every integration test (VMTEST_RUN=.) and every
+#                  critest spec (step critest-vm-full instead of critest-vm, gated on
+#                  test/critest/must-pass-vm)
+#   VMTEST_RUN     the integration tests to run (a -test.run regexp; default: CI's subset
+#                  VMTEST_RUN_CI, or all with VMTEST_FULL=1)
 #   VMTEST_STEPS   the names of the steps to run (default: all), e.g. "smoke integration"
 #   VMTEST_OUT     where logs go (default _output/vmtest); a summary in $VMTEST_OUT/summary.txt
 #                  (two runs at once need two VMTEST_OUTs, and `vm.sh start` first)
-#   VMTEST_FULL=1  also the steps too long for CI: critest-vm-full (every spec, ~25-40 min,
-#                  gated on test/critest/must-pass-vm); with VMTEST_RUN=. all integration tests
 #   VMTEST_CRITEST_FOCUS  the critest-vm subset (a -ginkgo.focus regexp)
+#   VMTEST_TOOLS   critest and crictl (default _output/tools: make deps)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export PATH=$PATH:/usr/local/go/bin
 GO=${GO:-go}
 
-# A fixed subset, 262 s of tests in the guest (README.md has the times): pods and
-# their network, bad input, the container lifecycle and its cgroup, exit codes, OOM,
-# resource updates, daemon restarts and killed monitors, exec and port-forward, metrics,
-# user namespaces.
-VMTEST_RUN_DEFAULT='^(TestPodGetsIPAndOwnNamespaces|TestTwoPodsReachEachOther|TestHostPortGetsRulesAndLosesThem|TestBadInputGetsClearErrors|TestRestartKeepsPodsUntouched|TestContainerLifecycleLogsAndLeaks|TestExitCodesAndReasons|TestOOMKillIsReported|TestSymlinkHostPathMountAndUpdateResources|TestStreamListsMatchListsAndUpdatePodSandboxResources|TestContainersSurviveDaemonRestartAndKeepLogging|TestKilledMonitorLeavesContainersManageable|TestExecStreams|TestPortForward|TestPodMetricsFollowCPUAndMemory|TestUserNamespacePod)$'
-VMTEST_RUN=${VMTEST_RUN:-$VMTEST_RUN_DEFAULT}
+# CI's integration subset (README.md has the times): the cgroup v2 and systemd-driver
+# tests (TestCgroup*: RuntimeConfig's driver, OOM reason, working set under page cache,
+# slice parents, a killed service sparing pods, oom_score_adj), AppArmor, monitors
+# outliving the service; pods and their network, bad input, the container lifecycle and
+# its cgroup, exit codes, OOM, resource updates, daemon restarts and killed monitors,
+# exec and port-forward, metrics (stats), user namespaces.
+VMTEST_RUN_CI='^(TestCgroup.*|TestAppArmor.*|TestMonitorsOutliveTheService|TestPodGetsIPAndOwnNamespaces|TestTwoPodsReachEachOther|TestHostPortGetsRulesAndLosesThem|TestBadInputGetsClearErrors|TestRestartKeepsPodsUntouched|TestContainerLifecycleLogsAndLeaks|TestExitCodesAndReasons|TestOOMKillIsReported|TestSymlinkHostPathMountAndUpdateResources|TestStreamListsMatchListsAndUpdatePodSandboxResources|TestContainersSurviveDaemonRestartAndKeepLogging|TestKilledMonitorLeavesContainersManageable|TestExecStreams|TestPortForward|TestPodMetricsFollowCPUAndMemory|TestUserNamespacePod)$'
+FULL=${VMTEST_FULL:-0}
+if [ "$FULL" = 1 ]; then VMTEST_RUN=${VMTEST_RUN:-.}; else VMTEST_RUN=${VMTEST_RUN:-$VMTEST_RUN_CI}; fi
 VMTEST_OUT=${VMTEST_OUT:-$VM_OUT/vmtest}
 # The critest-vm subset (CI): the areas issue 10 changed (AppArmor, OOM, stats and
 # resources under cgroup v2, RuntimeConfig), pod and container lifecycle, privileged.
@@ -42,14 +49,13 @@ STEPS=(
 	"smoke|test/vm/smoke.sh"
 	"integration|cd test/integration && MINICRI_BIN=$BIN/minicri MINICRI_PAUSE=$BIN/minicri-pause $IT -test.v -test.count=1 -test.timeout=40m -test.run '$VMTEST_RUN'"
 	"critest-vm|$CRITEST_ENV CRITEST_OUT=$VMTEST_OUT/critest-vm CRITEST_MUST_PASS=test/critest/must-pass-vm CRITEST_FOCUS='$VMTEST_CRITEST_FOCUS' test/critest/run.sh"
+	# VMTEST_FULL=1 only (replaces critest-vm): every spec, ~25-40 min in the guest.
+	"critest-vm-full|$CRITEST_ENV CRITEST_OUT=$VMTEST_OUT/critest-vm-full CRITEST_MUST_PASS=test/critest/must-pass-vm CRITEST_TIMEOUT=90m test/critest/run.sh"
 	"systemd-restart|VMTEST_BIN=$BIN CRICTL=$TOOLS/crictl test/vm/systemd-restart.sh"
 	"e2e-systemd|CRICTL=$TOOLS/crictl E2E_OUT=$VMTEST_OUT/e2e-systemd E2E_MODES=standalone E2E_CGROUP_DRIVER=systemd MINICRI=$BIN/minicri INSTANCE_REGISTRY_BIN=$BIN/registry test/e2e/run.sh"
 )
-# Not in CI (VMTEST_FULL=1): the whole critest suite, ~25-40 min in the guest.
-FULL_STEPS=(
-	"critest-vm-full|$CRITEST_ENV CRITEST_OUT=$VMTEST_OUT/critest-vm-full CRITEST_MUST_PASS=test/critest/must-pass-vm CRITEST_TIMEOUT=90m test/critest/run.sh"
-)
-[ "${VMTEST_FULL:-0}" != 1 ] || STEPS+=("${FULL_STEPS[@]}")
+SKIP_STEP=critest-vm-full
+[ "$FULL" != 1 ] || SKIP_STEP=critest-vm
 
 mkdir -p "$BIN"
 # Older binary directories of this VMTEST_OUT (a concurrent run uses another VMTEST_OUT).
@@ -83,7 +89,11 @@ failed=0
 for s in "${STEPS[@]}"; do
 	name=${s%%|*}
 	cmd=${s#*|}
-	if [ -n "${VMTEST_STEPS:-}" ] && [[ " $VMTEST_STEPS " != *" $name "* ]]; then continue; fi
+	if [ -n "${VMTEST_STEPS:-}" ]; then
+		[[ " $VMTEST_STEPS " == *" $name "* ]] || continue
+	elif [ "$name" = "$SKIP_STEP" ]; then
+		continue
+	fi
 	vm_log "==> $name: $cmd"
 	start=$(date +%s)
 	rc=0
