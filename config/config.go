@@ -27,6 +27,9 @@ type Config struct {
 	LogLevel     string `toml:"log_level"`
 	PausePath    string `toml:"pause_path"`
 	CgroupParent string `toml:"cgroup_parent"`
+	// CgroupDriver is auto (systemd when systemd is PID 1), systemd or
+	// cgroupfs.
+	CgroupDriver string `toml:"cgroup_driver"`
 
 	Network  Network  `toml:"network"`
 	Registry Registry `toml:"registry"`
@@ -83,6 +86,7 @@ func Default() Config {
 		State:        "/run/minicri",
 		LogLevel:     "info",
 		CgroupParent: "/minicri",
+		CgroupDriver: "auto",
 		Network: Network{
 			ConfDir:        "/etc/cni/net.d",
 			BinDirs:        []string{"/opt/cni/bin"},
@@ -138,8 +142,13 @@ func (c Config) Validate() error {
 			return fmt.Errorf("config: %s must be an absolute path, got %q", name, dir)
 		}
 	}
-	if c.CgroupParent != "" && !strings.HasPrefix(c.CgroupParent, "/") {
-		return fmt.Errorf("config: cgroup_parent must start with /, got %q", c.CgroupParent)
+	if c.CgroupParent != "" && !strings.HasPrefix(c.CgroupParent, "/") && !strings.HasSuffix(c.CgroupParent, ".slice") {
+		return fmt.Errorf("config: cgroup_parent must be an absolute path or a systemd slice, got %q", c.CgroupParent)
+	}
+	switch c.CgroupDriver {
+	case "", "auto", "systemd", "cgroupfs":
+	default:
+		return fmt.Errorf("config: cgroup_driver must be auto, systemd or cgroupfs, got %q", c.CgroupDriver)
 	}
 	return c.Stream.validate()
 }

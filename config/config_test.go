@@ -91,3 +91,29 @@ func TestStreamDefaultsAndValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestCgroupDriverAndParent(t *testing.T) {
+	c := Default()
+	if c.CgroupDriver != "auto" {
+		t.Errorf("default cgroup_driver %q, want auto", c.CgroupDriver)
+	}
+	for _, d := range []string{"auto", "systemd", "cgroupfs"} {
+		c.CgroupDriver = d
+		if err := c.Validate(); err != nil {
+			t.Errorf("cgroup_driver %q: %v", d, err)
+		}
+	}
+	c.CgroupDriver = "cgroupfs2"
+	if err := c.Validate(); err == nil {
+		t.Error("unknown cgroup_driver accepted")
+	}
+	c.CgroupDriver = "auto"
+	c.CgroupParent = "minicri.slice"
+	if err := c.Validate(); err != nil {
+		t.Errorf("slice parent: %v", err)
+	}
+	c.CgroupParent = "relative/path"
+	if err := c.Validate(); err == nil {
+		t.Error("relative cgroup_parent accepted")
+	}
+}

@@ -161,7 +161,7 @@ type PodInfo struct {
 	HostsFile      string            `json:"hosts_file"`
 	ResolvConfFile string            `json:"resolv_conf_file"`
 	ShmPath        string            `json:"shm_path,omitempty"` // empty: the host's /dev/shm
-	CgroupParent   string            `json:"cgroup_parent"`
+	CgroupPath     string            `json:"cgroup_path"`        // the pause's, in cgdriver's notation
 	Sysctls        map[string]string `json:"sysctls,omitempty"`
 	// UserNS is the pod's own user namespace (held by the pause); nil means
 	// the host's.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/idindex"
 	"github.com/minicri/minicri/internal/proc"
@@ -76,7 +77,7 @@ func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config
 		PodID:       pod.ID,
 		Config:      cfg,
 		CreatedAt:   time.Now(),
-		CgroupsPath: filepath.Join(pod.CgroupParent, id),
+		CgroupsPath: cgdriver.Sibling(pod.CgroupPath, id),
 		Status:      Status{State: StateCreating},
 	}}
 	if pod.LogDirectory != "" && cfg.LogPath != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/network"
 )
 
@@ -103,7 +104,7 @@ func (m *Manager) PodMetrics(podID string) (PodSample, error) {
 	if err != nil {
 		return PodSample{}, err
 	}
-	ps := PodSample{PodID: pod.ID, CgroupPath: path.Join("/", pod.CgroupParent, pod.ID), Timestamp: time.Now()}
+	ps := PodSample{PodID: pod.ID, CgroupPath: cgdriver.FSPath(pod.CgroupPath), Timestamp: time.Now()}
 	if pod.NetNSPath != "" && pod.Ready {
 		ps.Interfaces, _ = network.PodInterfaceStats(pod.PausePID)
 	}
@@ -147,7 +148,7 @@ func (m *Manager) readSample(id string, info Info, now time.Time) Sample {
 			s.CgroupStatsErr = err
 		}
 		if state, err := lc.State(); err == nil {
-			s.OOMEvents = oomKills(state.CgroupPaths)
+			s.OOMEvents, _ = cgdriver.OOMKills(state.CgroupPaths)
 		}
 		if pids, err := lc.Processes(); err == nil {
 			s.fromProcesses(pids)
@@ -165,20 +166,14 @@ func (s *Sample) fromCgroup(st *cgroups.Stats) {
 	s.CFSPeriods, s.CFSThrottledPeriods = cpu.ThrottlingData.Periods, cpu.ThrottlingData.ThrottledPeriods
 	s.CFSThrottledNanos = cpu.ThrottlingData.ThrottledTime
 
-	u := usageOf(st)
 	mem := st.MemoryStats
-	s.MemoryUsage, s.MemoryWorkingSet, s.MemoryRSS = u.MemoryUsage, u.MemoryWorkingSet, u.MemoryRSS
+	m := memoryOf(&mem)
+	s.MemoryUsage, s.MemoryWorkingSet, s.MemoryRSS = mem.Usage.Usage, m.workingSet, m.rss
 	s.MemoryMaxUsage, s.MemoryFailcnt = mem.Usage.MaxUsage, mem.Usage.Failcnt
 	s.MemoryKernel = mem.KernelUsage.Usage
-	s.MemoryCache = firstOf(mem.Stats, "total_cache", "cache", "file")
-	s.MemoryMappedFile = firstOf(mem.Stats, "total_mapped_file", "mapped_file", "file_mapped")
-	s.MemorySwap = firstOf(mem.Stats, "total_swap", "swap")
-	if mem.SwapOnlyUsage.Usage > 0 {
-		s.MemorySwap = mem.SwapOnlyUsage.Usage
-	}
-	s.PgFault, s.PgMajFault = mem.Stats["pgfault"], mem.Stats["pgmajfault"]
-	s.HierPgFault = firstOf(mem.Stats, "total_pgfault", "pgfault")
-	s.HierPgMajFault = firstOf(mem.Stats, "total_pgmajfault", "pgmajfault")
+	s.MemoryCache, s.MemoryMappedFile, s.MemorySwap = m.cache, m.mappedFile, m.swap
+	s.PgFault, s.PgMajFault = m.ownPgfault, m.ownPgmaj
+	s.HierPgFault, s.HierPgMajFault = m.pgfault, m.pgmajfault
 	if st.PidsStats.Limit > 0 && st.PidsStats.Limit < 1<<62 {
 		s.ThreadsMax = st.PidsStats.Limit
 	}
@@ -216,31 +211,6 @@ func (s *Sample) fromProcesses(pids []int) {
 			}
 		}
 	}
-}
-
-// oomKills reads the cgroup's OOM kill count (v1 memory.oom_control, v2
-// memory.events).
-func oomKills(paths map[string]string) uint64 {
-	file, key := "", "oom_kill"
-	if p, ok := paths["memory"]; ok {
-		file = path.Join(p, "memory.oom_control")
-	} else if p, ok := paths[""]; ok {
-		file = path.Join(p, "memory.events")
-	}
-	if file == "" {
-		return 0
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == key {
-			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // blkioDevices sums the recursive blkio counters per device.
@@ -314,7 +284,7 @@ func (m *Manager) fsUsage(id string, now time.Time) FSUsage {
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(upper, &st); err == nil {
-		fs.LimitBytes = st.Blocks * uint64(st.Bsize)
+		fs.LimitBytes = st.Blocks * uint64(st.Bsize) //nolint:gosec // f_bsize is never negative
 		fs.InodesTotal, fs.InodesFree = st.Files, st.Ffree
 	}
 	return fs

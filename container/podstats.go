@@ -1,7 +1,6 @@
 package container
 
 import (
-	"path"
 	"time"
 
 	"github.com/minicri/minicri/network"
@@ -23,7 +22,7 @@ func (m *Manager) PodStats(podID string) (PodStats, error) {
 		return PodStats{}, err
 	}
 	ps := PodStats{PodID: pod.ID, Containers: m.ListStats(Filter{PodID: pod.ID})}
-	if pause, err := m.cgroupUsage(path.Join(pod.CgroupParent, pod.ID), podRateKey(pod.ID)); err == nil {
+	if pause, err := m.cgroupUsage(pod.CgroupPath, podRateKey(pod.ID)); err == nil {
 		ps.Usage = pause
 	}
 	ps.Usage.Timestamp = time.Now()

@@ -22,7 +22,7 @@ func TestRemovePodForgetsItsRates(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("reads cgroups as root")
 	}
-	pod := PodInfo{ID: "pod-rates", CgroupParent: "/"}
+	pod := PodInfo{ID: "pod-rates", CgroupPath: "/pod-rates"}
 	m := &Manager{opts: Options{Pods: onePod{pod}}, store: newStore(), names: newNames(),
 		rates: &rates{last: map[string]Usage{}}, metrics: newMetricsCache()}
 	if _, err := m.PodStats(pod.ID); err != nil {

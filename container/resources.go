@@ -1,27 +1,23 @@
 package container
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/internal/cgdriver"
 )
 
 // Host cgroup facts, probed once like containerd does. They are variables
 // so that tests can stub them.
 var (
 	cgroupUnified  = sync.OnceValue(probeCgroupUnified)
-	swapAvailable  = sync.OnceValue(probeSwap)
-	hugetlbPresent = sync.OnceValue(probeHugetlb)
+	swapAvailable  = cgdriver.SwapAvailable
+	hugetlbPresent = cgdriver.HugetlbPresent
 )
 
 // probeCgroupUnified reports whether /sys/fs/cgroup is cgroup v2.
@@ -31,45 +27,6 @@ func probeCgroupUnified() bool {
 		return false
 	}
 	return st.Type == unix.CGROUP2_SUPER_MAGIC
-}
-
-// probeSwap is containerd's SwapControllerAvailable.
-func probeSwap() bool {
-	p := "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"
-	if cgroupUnified() {
-		self, err := unifiedSelf()
-		if err != nil {
-			return false
-		}
-		p = filepath.Join(sysFsCgroup, self, "memory.swap.max")
-	}
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-// unifiedSelf returns this process's cgroup v2 path ("0::<path>").
-func unifiedSelf() (string, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	s := bufio.NewScanner(bytes.NewReader(b))
-	for s.Scan() {
-		if p, ok := strings.CutPrefix(s.Text(), "0::"); ok {
-			return p, nil
-		}
-	}
-	return "", errors.New("no cgroup v2 entry in /proc/self/cgroup")
-}
-
-// probeHugetlb is containerd's isHugetlbControllerPresent.
-func probeHugetlb() bool {
-	if cgroupUnified() {
-		b, err := os.ReadFile(filepath.Join(sysFsCgroup, "cgroup.controllers"))
-		return err == nil && slices.Contains(strings.Fields(string(b)), "hugetlb")
-	}
-	_, err := os.ReadDir(filepath.Join(sysFsCgroup, "hugetlb"))
-	return err == nil
 }
 
 // buildResources mirrors containerd's CRI WithResources: zero means unset;

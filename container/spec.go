@@ -31,8 +31,9 @@ type SpecInput struct {
 	// /etc/passwd and /etc/group resolve user and group names.
 	Rootfs string
 	Pod    PodInfo
-	// CgroupsPath is the container's cgroupfs path, e.g.
-	// <pod cgroup parent>/<container id>.
+	// CgroupsPath is the container's cgroup path in cgdriver's notation,
+	// beside its pod's pause: <parent>/<container id>, or under systemd
+	// <parent slice>:minicri:<container id>.
 	CgroupsPath string
 	// TargetPID is the PID of the target container's init when
 	// Security.PID == ModeTarget.

@@ -3,14 +3,16 @@ package container
 import (
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/opencontainers/cgroups"
-	cgmanager "github.com/opencontainers/cgroups/manager"
 	"github.com/opencontainers/runc/libcontainer"
+
+	"github.com/minicri/minicri/internal/cgdriver"
 )
 
 // Usage is resource usage read from a cgroup.
@@ -24,6 +26,21 @@ type Usage struct {
 	PageFaults       uint64
 	MajorPageFaults  uint64
 	Processes        uint64
+	SwapUsage        uint64
+	SwapLimit        uint64 // 0: none
+	// Pressure stall information (cgroup v2 with PSI); nil where the
+	// kernel has none.
+	CPUPressure, MemoryPressure, IOPressure *PSI
+}
+
+// PSI is pressure stall information of one resource.
+type PSI struct{ Some, Full PSIData }
+
+// PSIData is one line of a pressure file: averages in percent, total in
+// microseconds.
+type PSIData struct {
+	Avg10, Avg60, Avg300 float64
+	Total                uint64
 }
 
 // Stats are a container's usage and its writable layer.
@@ -102,7 +119,7 @@ func (m *Manager) stats(c *Container) (Stats, error) {
 // rate is computed against the last sample kept under key, which the caller
 // must forget when the cgroup goes.
 func (m *Manager) cgroupUsage(path, key string) (Usage, error) {
-	mgr, err := cgmanager.New(&cgroups.Cgroup{Path: path, Resources: &cgroups.Resources{SkipDevices: true}})
+	mgr, err := cgdriver.Manager(path)
 	if err != nil {
 		return Usage{}, err
 	}
@@ -116,38 +133,86 @@ func (m *Manager) cgroupUsage(path, key string) (Usage, error) {
 }
 
 func usageOf(st *cgroups.Stats) Usage {
-	mem := st.MemoryStats
 	u := Usage{
 		Timestamp:   time.Now(),
 		CPUNanos:    st.CpuStats.CpuUsage.TotalUsage,
-		MemoryUsage: mem.Usage.Usage,
+		MemoryUsage: st.MemoryStats.Usage.Usage,
 		Processes:   st.PidsStats.Current,
 	}
-	inactive := mem.Stats["total_inactive_file"]
-	if v, ok := mem.Stats["inactive_file"]; ok && !mem.UseHierarchy {
-		inactive = v
-	}
-	if u.MemoryUsage > inactive {
-		u.MemoryWorkingSet = u.MemoryUsage - inactive
-	}
-	u.MemoryRSS = mem.Stats["total_rss"]
-	if u.MemoryRSS == 0 {
-		u.MemoryRSS = mem.Stats["rss"]
-	}
-	u.PageFaults = mem.Stats["total_pgfault"]
-	u.MajorPageFaults = mem.Stats["total_pgmajfault"]
+	m := memoryOf(&st.MemoryStats)
+	u.MemoryWorkingSet, u.MemoryRSS = m.workingSet, m.rss
+	u.PageFaults, u.MajorPageFaults = m.pgfault, m.pgmajfault
+	u.SwapUsage, u.SwapLimit = m.swap, m.swapLimit
+	u.CPUPressure = psiOf(st.CpuStats.PSI)
+	u.MemoryPressure = psiOf(st.MemoryStats.PSI)
+	u.IOPressure = psiOf(st.BlkioStats.PSI)
 	return u
+}
+
+// memory is what the kubelet's figures mean, from either cgroup version.
+type memory struct {
+	workingSet, rss      uint64 // usage - inactive file; anonymous memory
+	pgfault, pgmajfault  uint64 // of the cgroup and its children
+	swap, swapLimit      uint64 // swap alone; 0 limit: none
+	cache, mappedFile    uint64
+	ownPgfault, ownPgmaj uint64 // of the cgroup alone (v1), or as v2 counts them
+}
+
+// memoryOf reads memory.stat with its version's keys: cgroup v2 names
+// anon, file, inactive_file and pgfault (recursive already); v1 names rss,
+// cache and the total_* sums of a hierarchy.
+func memoryOf(mem *cgroups.MemoryStats) memory {
+	s := mem.Stats
+	var m memory
+	var inactive uint64
+	if _, v2 := s["anon"]; v2 {
+		inactive, m.rss, m.cache, m.mappedFile = s["inactive_file"], s["anon"], s["file"], s["file_mapped"]
+		m.pgfault, m.pgmajfault = s["pgfault"], s["pgmajfault"]
+		m.ownPgfault, m.ownPgmaj = m.pgfault, m.pgmajfault
+		m.swap = mem.SwapOnlyUsage.Usage
+		if l := mem.SwapOnlyUsage.Limit; l != 0 && l < math.MaxInt64 {
+			m.swapLimit = l
+		}
+	} else {
+		inactive = firstOf(s, "total_inactive_file", "inactive_file")
+		m.rss = firstOf(s, "total_rss", "rss")
+		m.cache = firstOf(s, "total_cache", "cache")
+		m.mappedFile = firstOf(s, "total_mapped_file", "mapped_file")
+		m.pgfault = firstOf(s, "total_pgfault", "pgfault")
+		m.pgmajfault = firstOf(s, "total_pgmajfault", "pgmajfault")
+		m.ownPgfault, m.ownPgmaj = s["pgfault"], s["pgmajfault"]
+		m.swap = firstOf(s, "total_swap", "swap")
+		// memsw counts memory and swap together.
+		if l, ml := mem.SwapUsage.Limit, mem.Usage.Limit; l != 0 && l < math.MaxInt64 && l >= ml {
+			m.swapLimit = l - ml
+		}
+	}
+	if mem.Usage.Usage > inactive {
+		m.workingSet = mem.Usage.Usage - inactive
+	}
+	return m
+}
+
+func psiOf(p *cgroups.PSIStats) *PSI {
+	if p == nil {
+		return nil
+	}
+	d := func(x cgroups.PSIData) PSIData {
+		return PSIData{Avg10: x.Avg10, Avg60: x.Avg60, Avg300: x.Avg300, Total: x.Total}
+	}
+	return &PSI{Some: d(p.Some), Full: d(p.Full)}
 }
 
 // diskUsage counts the allocated bytes and inodes under dir.
 func diskUsage(dir string) (bytes, inodes uint64) {
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	// The walk never fails: an entry it cannot read is skipped.
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
 		if fi, err := d.Info(); err == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				bytes += uint64(st.Blocks) * 512
+				bytes += uint64(st.Blocks) * 512 //nolint:gosec // st_blocks is never negative
 			}
 			inodes++
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/specconv"
 
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/cgdriver"
 )
 
 // UpdateResources changes a running or created container's cgroup limits
@@ -35,7 +36,9 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, r Resources) e
 		return err
 	}
 	spec.Linux.Resources = res
-	cg, err := specconv.CreateCgroupConfig(&specconv.CreateOpts{CgroupName: c.ID(), Spec: spec}, nil)
+	cg, err := specconv.CreateCgroupConfig(&specconv.CreateOpts{
+		CgroupName: c.ID(), Spec: spec, UseSystemdCgroup: cgdriver.IsSystemd(spec.Linux.CgroupsPath),
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("%w: resources: %v", ErrInvalid, err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/network"
@@ -54,6 +55,12 @@ func Run(cfg config.Config) error {
 	if err != nil {
 		return fmt.Errorf("network: %w", err)
 	}
+	cgDriver, err := cgdriver.Resolve(cfg.CgroupDriver)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	cgParent := cgDriver.DefaultParent(cfg.CgroupParent)
+	log.Info("cgroups", "driver", cgDriver, "parent", cgParent, "unified", cgdriver.Unified())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	images, err := newImageStore(cfg, log)
@@ -64,7 +71,7 @@ func Run(cfg config.Config) error {
 	bus := events.NewBroker()
 	sandboxes, err := sandbox.New(ctx, sandbox.Options{
 		Root: cfg.Root, State: cfg.State, Exe: exe, PausePath: pause,
-		CgroupParent: cfg.CgroupParent, Network: net, Containers: hooks, Log: log, Events: bus,
+		CgroupParent: cgParent, CgroupDriver: cgDriver, Network: net, Containers: hooks, Log: log, Events: bus,
 	})
 	if err != nil {
 		return err
@@ -90,7 +97,7 @@ func Run(cfg config.Config) error {
 	}
 	stream.Start()
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
-		Streaming: stream, Events: bus, Log: log,
+		Streaming: stream, Events: bus, Log: log, SystemdCgroups: cgDriver == cgdriver.Systemd,
 		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(aa)}})
 	ln, err := listen(cfg)
 	if err != nil {

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"path"
 
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/sandbox"
@@ -29,7 +28,7 @@ func (p pods) Pod(id string) (container.PodInfo, error) {
 		HostsFile:      p.m.PodFile(info.ID, sandbox.HostsFile),
 		ResolvConfFile: p.m.PodFile(info.ID, sandbox.ResolvConfFile),
 		ShmPath:        info.ShmPath,
-		CgroupParent:   path.Dir(info.CgroupPath),
+		CgroupPath:     info.CgroupPath,
 		Sysctls:        info.Config.Sysctls,
 		MonitorDir:     p.m.MonitorDir(info.ID),
 		LogDirectory:   info.Config.LogDirectory,

@@ -10,20 +10,20 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	cgroupfs "github.com/opencontainers/cgroups/fs"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/console"
 	"github.com/minicri/minicri/internal/crilog"
 	"github.com/minicri/minicri/internal/lcproc"
-	"github.com/minicri/minicri/internal/proc"
 )
 
 // ioDrainTimeout bounds how long an exit waits for the container's output
@@ -50,6 +50,9 @@ type ctr struct {
 	io     sync.WaitGroup // log copiers
 	exited chan struct{}  // closed after exit is recorded
 
+	oomSeen atomic.Bool   // the kernel OOM-killed in the cgroup (watchOOM)
+	oomDone chan struct{} // closed when watchOOM's watch ends; nil without one
+
 	mu        sync.Mutex
 	startedAt time.Time
 	exit      *Exit
@@ -68,6 +71,8 @@ type containers struct {
 	byID   map[string]*ctr
 	log    *slog.Logger
 	reaper *reaper
+	// oomFloor is the lowest oom_score_adj the monitor may set.
+	oomFloor int
 }
 
 func (cs *containers) get(id string) (*ctr, error) {
@@ -94,8 +99,10 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	if err != nil {
 		return nil, err
 	}
-	clampOOMScoreAdj(spec)
-	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{CgroupName: id, Spec: spec})
+	clampOOMScoreAdj(spec, cs.oomFloor, cs.log)
+	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
+		CgroupName: id, Spec: spec, UseSystemdCgroup: cgdriver.IsSystemd(spec.Linux.CgroupsPath),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("convert spec: %w", err)
 	}
@@ -113,12 +120,17 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	}
 	done()
 	if err != nil {
-		c.Destroy()
+		if derr := c.Destroy(); derr != nil {
+			cs.log.Warn("destroy a container whose create failed", "container", id, "err", derr)
+		}
 		if k.log != nil {
-			k.log.Close() // every failed create would keep its log open
+			_ = k.log.Close() // every failed create would keep its log open; nothing was logged yet
 		}
 		releaseFailedStart()
 		return nil, err
+	}
+	if cfg.Cgroups != nil && cfg.Cgroups.Systemd {
+		k.watchOOM(cs.log)
 	}
 	cs.mu.Lock()
 	cs.byID[id] = k
@@ -146,16 +158,15 @@ func readSpec(bundle string) (*specs.Spec, error) {
 	return &spec, nil
 }
 
-// clampOOMScoreAdj raises an oom_score_adj this process may not set (root
-// without CAP_SYS_RESOURCE cannot go below its own) to the lowest it may.
-func clampOOMScoreAdj(spec *specs.Spec) {
-	if spec.Process == nil || spec.Process.OOMScoreAdj == nil {
+// clampOOMScoreAdj raises an oom_score_adj below floor (what the kernel
+// lets this monitor set: root without CAP_SYS_RESOURCE cannot go below its
+// oom_score_adj_min) to floor; libcontainer would fail the start.
+func clampOOMScoreAdj(spec *specs.Spec, floor int, log *slog.Logger) {
+	if spec.Process == nil || spec.Process.OOMScoreAdj == nil || *spec.Process.OOMScoreAdj >= floor {
 		return
 	}
-	if own, err := proc.OwnOOMScoreAdj(); err == nil && *spec.Process.OOMScoreAdj < own {
-		v := own
-		spec.Process.OOMScoreAdj = &v
-	}
+	log.Info("oom_score_adj clamped", "wanted", *spec.Process.OOMScoreAdj, "set", floor)
+	spec.Process.OOMScoreAdj = &floor
 }
 
 // start sets up the container's stdio and starts its init process.
@@ -222,8 +233,8 @@ func (k *ctr) start(sp *specs.Process, req *CreateRequest) error {
 	if consoleSock != nil {
 		master, err := console.RecvFile(consoleSock, false)
 		if err != nil {
-			k.c.Signal(unix.SIGKILL)
-			p.Wait()
+			_ = k.c.Signal(unix.SIGKILL) // the console's error is the one reported
+			_, _ = p.Wait()
 			return err
 		}
 		k.tty = master
@@ -251,7 +262,7 @@ func (k *ctr) copy(stream string, r *os.File) {
 		defer k.io.Done()
 		defer r.Close()
 		if k.log == nil {
-			io.Copy(io.Discard, src)
+			_, _ = io.Copy(io.Discard, src) // a drain: it ends when the container closes its end
 			return
 		}
 		k.log.Copy(stream, src, nil)
@@ -303,13 +314,39 @@ func (k *ctr) killLeftovers(log *slog.Logger) {
 	}
 }
 
-func (k *ctr) oomKilled() bool {
-	st, err := k.c.State()
+// watchOOM follows the container's OOM kills while it runs. Under systemd
+// the scope's cgroup, and the kill count in it, goes as soon as its last
+// process exits: often before the exit is reaped and the count read.
+func (k *ctr) watchOOM(log *slog.Logger) {
+	ch, err := k.c.NotifyOOM()
 	if err != nil {
-		return false
+		log.Warn("watch for OOM kills", "container", k.id, "err", err)
+		return
 	}
-	n, err := cgroupfs.OOMKillCount(st.CgroupPaths["memory"])
-	return err == nil && n > 0
+	k.oomDone = make(chan struct{})
+	go func() {
+		defer close(k.oomDone)
+		for range ch {
+			k.oomSeen.Store(true)
+		}
+	}()
+}
+
+// oomKilled reads the cgroup's OOM kill count (v1 memory.oom_control, v2
+// memory.events) or, once the cgroup is gone, what watchOOM saw.
+func (k *ctr) oomKilled() bool {
+	if st, err := k.c.State(); err == nil {
+		if n, err := cgdriver.OOMKills(st.CgroupPaths); err == nil {
+			return n > 0 || k.oomSeen.Load()
+		}
+	}
+	if k.oomDone != nil {
+		select {
+		case <-k.oomDone:
+		case <-time.After(time.Second):
+		}
+	}
+	return k.oomSeen.Load()
 }
 
 // begin lets a created container's init exec the user's process.
@@ -364,7 +401,9 @@ func (cs *containers) remove(id string) error {
 		return fmt.Errorf("destroy container: %w", err)
 	}
 	if k.log != nil {
-		k.log.Close()
+		if err := k.log.Close(); err != nil {
+			cs.log.Warn("close container log", "container", id, "err", err)
+		}
 	}
 	k.stdinMu.Lock()
 	if k.stdin != nil {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/proc"
 )
 
@@ -94,7 +95,7 @@ func serve(dir string, readyPipe *os.File) int {
 	log = log.With("pod", spec.PodID)
 	m := &monitor{spec: spec, log: log, exit: make(chan struct{}), stop: make(chan struct{}),
 		reaper: newReaper(log)}
-	m.ctrs = &containers{byID: map[string]*ctr{}, log: log, reaper: m.reaper}
+	m.ctrs = &containers{byID: map[string]*ctr{}, log: log, reaper: m.reaper, oomFloor: proc.OOMScoreAdjFloor()}
 	st, err := m.start()
 	if err != nil {
 		reportf(readyPipe, st, "%v", err)
@@ -141,6 +142,10 @@ func (m *monitor) start() (State, error) {
 	st.Monitor = self
 	if err := atomicfile.WriteJSON(StatePath(m.spec.Dir), st); err != nil {
 		return st, err
+	}
+	// Out of the daemon's systemd service, so that its restart spares us.
+	if err := cgdriver.PlaceMonitor(m.spec.PodID, os.Getpid()); err != nil {
+		m.log.Warn("monitor stays in the daemon's service: stopping the service would kill it", "pod", m.spec.PodID, "err", err)
 	}
 	done := m.reaper.starting()
 	cmd, err := startPause(m.spec.Pause, m.log)

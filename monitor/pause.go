@@ -10,10 +10,9 @@ import (
 	"runtime"
 	"syscall"
 
-	"github.com/opencontainers/cgroups"
-	cgmanager "github.com/opencontainers/cgroups/manager"
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/idmap"
 	"github.com/minicri/minicri/internal/proc"
 )
@@ -27,7 +26,7 @@ const pauseID = 65535
 // startPause starts the pause in the namespaces p asks for and waits until it
 // has applied the sysctls and hostname and locked itself in (see pause.c).
 func startPause(p Pause, log *slog.Logger) (*exec.Cmd, error) {
-	var args []string
+	args := []string{"-l"} // lock in: own empty root, no privileges, seccomp
 	if p.NewUTS && p.Hostname != "" {
 		args = append(args, "-h", p.Hostname)
 	}
@@ -73,8 +72,8 @@ func startPause(p Pause, log *slog.Logger) (*exec.Cmd, error) {
 	}
 	msg, _ := io.ReadAll(r)
 	if !bytes.Equal(msg, []byte("R")) {
-		cmd.Process.Kill()
-		cmd.Wait()
+		_ = cmd.Process.Kill() // it failed its handshake: that error is the one reported
+		_ = cmd.Wait()
 		if len(msg) == 0 {
 			return nil, fmt.Errorf("pause exited before it was ready")
 		}
@@ -119,9 +118,9 @@ func startInNetNS(path string, cmd *exec.Cmd) error {
 // placePause puts the pause into the pod's cgroup and sets its OOM score.
 func placePause(p Pause, pid int, log *slog.Logger) error {
 	if p.CgroupPath != "" {
-		mgr, err := cgmanager.New(&cgroups.Cgroup{Path: p.CgroupPath, Resources: &cgroups.Resources{SkipDevices: true}})
+		mgr, err := cgdriver.Manager(p.CgroupPath)
 		if err != nil {
-			return fmt.Errorf("pause cgroup %s: %w", p.CgroupPath, err)
+			return fmt.Errorf("pause cgroup: %w", err)
 		}
 		if err := mgr.Apply(pid); err != nil {
 			return fmt.Errorf("pause cgroup %s: %w", p.CgroupPath, err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/idindex"
@@ -36,7 +37,8 @@ type Options struct {
 	State        string // volatile: netns pins, shm, monitors
 	Exe          string // minicri's own binary, re-executed as the monitor
 	PausePath    string
-	CgroupParent string // for pods that name none
+	CgroupParent string          // for pods that name none (normalised by CgroupDriver)
+	CgroupDriver cgdriver.Driver // names the cgroups of new pods
 	Network      Network
 	Containers   Containers
 	Log          *slog.Logger
@@ -149,7 +151,9 @@ func (m *Manager) Close() error {
 	if err := mounts.UnmountAll(m.netnsDir()); err != nil {
 		return err
 	}
-	removeEmptyCgroup(m.opts.CgroupParent)
+	if m.opts.CgroupDriver != cgdriver.Systemd {
+		removeEmptyCgroup(m.opts.CgroupParent)
+	}
 	return nil
 }
 

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/opencontainers/cgroups"
-	cgmanager "github.com/opencontainers/cgroups/manager"
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/mounts"
 )
 
@@ -42,21 +42,9 @@ func unmountShm(path string) error {
 	return nil
 }
 
-// removeCgroup removes the pause's cgroup in every hierarchy; a missing one
-// is fine. It fails while processes remain in it.
-func removeCgroup(path string) error {
-	if path == "" {
-		return nil
-	}
-	mgr, err := cgmanager.New(&cgroups.Cgroup{Path: path, Resources: &cgroups.Resources{SkipDevices: true}})
-	if err != nil {
-		return fmt.Errorf("cgroup %s: %w", path, err)
-	}
-	if err := mgr.Destroy(); err != nil {
-		return fmt.Errorf("remove cgroup %s: %w", path, err)
-	}
-	return nil
-}
+// removeCgroup removes the pause's cgroup in every hierarchy (or stops its
+// systemd scope); a missing one is fine. It fails while processes remain.
+func removeCgroup(path string) error { return cgdriver.Remove(path) }
 
 // removeEmptyCgroup removes path in every hierarchy where it is empty.
 func removeEmptyCgroup(path string) {
@@ -72,6 +60,6 @@ func removeEmptyCgroup(path string) {
 		dirs = append(dirs, mnt.Mountpoint)
 	}
 	for _, d := range dirs {
-		os.Remove(filepath.Join(d, path))
+		_ = os.Remove(filepath.Join(d, path)) // absent, or not empty there: nothing to do
 	}
 }

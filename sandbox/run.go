@@ -31,6 +31,9 @@ func (m *Manager) Run(ctx context.Context, cfg Config) (string, error) {
 	if err := validate(&cfg); err != nil {
 		return "", err
 	}
+	if _, err := m.opts.CgroupDriver.Parent(cfg.CgroupParent); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	key := cfg.Metadata.key()
 	op, leader := m.inflight.begin(key)
 	if !leader {
@@ -60,7 +63,7 @@ type creation struct {
 
 func (m *Manager) create(ctx context.Context, cfg Config) (string, error) {
 	id := idindex.NewID()
-	parent := cfg.CgroupParent
+	parent, _ := m.opts.CgroupDriver.Parent(cfg.CgroupParent) // checked by Run
 	if parent == "" {
 		parent = m.opts.CgroupParent
 	}
@@ -68,7 +71,7 @@ func (m *Manager) create(ctx context.Context, cfg Config) (string, error) {
 		ID:         id,
 		Config:     cfg,
 		CreatedAt:  time.Now(),
-		CgroupPath: path.Join(parent, id),
+		CgroupPath: m.opts.CgroupDriver.Path(parent, id),
 		Status:     Status{State: StateCreating},
 	}}
 	if cfg.Namespaces.Network != ModeNode {
@@ -185,9 +188,6 @@ func (c *creation) startMonitor(ctx context.Context) error {
 		return err
 	}
 	c.rec.Status.Monitor, c.rec.Status.Pause = st.Monitor, st.Pause
-	if err := placeMonitor(c.rec.ID, st.Monitor.PID); err != nil {
-		c.m.log.Warn("the monitor stays in minicri's service: stopping the service would kill it", "pod", c.rec.ID, "err", err)
-	}
 	hs, err := openProcs(c.rec.Status)
 	if err != nil {
 		return err

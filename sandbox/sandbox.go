@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/oplock"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/published"
@@ -99,6 +100,9 @@ type Info struct {
 	Record
 	// Ready is State == ready with the pause and the monitor still running.
 	Ready bool
+	// CgroupDir is the pause's cgroup in the hierarchy ("/a/b/<id>", or
+	// "/x.slice/.../minicri-<id>.scope" under systemd).
+	CgroupDir string
 }
 
 // Info returns the sandbox's current view. A ready sandbox whose pause or
@@ -110,5 +114,5 @@ func (sb *Sandbox) Info() Info {
 	if rec.Status.State == StateReady && !ready {
 		rec.Status.State = StateNotReady
 	}
-	return Info{Record: rec, Ready: ready}
+	return Info{Record: rec, Ready: ready, CgroupDir: cgdriver.FSPath(rec.CgroupPath)}
 }

@@ -46,10 +46,14 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 	return resp, nil
 }
 
-// RuntimeConfig reports the cgroup driver minicri uses.
+// RuntimeConfig reports the cgroup driver minicri uses; the kubelet follows it.
 func (s *Server) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	driver := runtimeapi.CgroupDriver_CGROUPFS
+	if s.systemd {
+		driver = runtimeapi.CgroupDriver_SYSTEMD
+	}
 	return &runtimeapi.RuntimeConfigResponse{
-		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS},
+		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: driver},
 	}, nil
 }
 

@@ -123,7 +123,7 @@ func verboseInfo(info sandbox.Info) string {
 		"monitorPid":       info.Status.Monitor.PID,
 		"netNamespacePath": info.NetNSPath,
 		"shmPath":          info.ShmPath,
-		"cgroupPath":       info.CgroupPath,
+		"cgroupPath":       info.CgroupDir,
 		"network":          info.Status.Network,
 		"state":            info.Status.State,
 		"config":           info.Config,

@@ -52,6 +52,7 @@ type Server struct {
 	events     Events
 	log        *slog.Logger
 	config     any
+	systemd    bool
 }
 
 // Deps are the domain services the server translates to.
@@ -66,12 +67,16 @@ type Deps struct {
 	// Config is reported by a verbose Status as info["config"] (JSON), as
 	// containerd does; critest reads its stateDir.
 	Config any
+	// SystemdCgroups: the cgroup driver in use is systemd (else cgroupfs),
+	// as RuntimeConfig tells the kubelet.
+	SystemdCgroups bool
 }
 
 // New creates the server.
 func New(d Deps) *Server {
 	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, network: d.Network,
-		streaming: d.Streaming, events: d.Events, log: d.Log, config: d.Config}
+		streaming: d.Streaming, events: d.Events, log: d.Log, config: d.Config,
+		systemd: d.SystemdCgroups}
 }
 
 // Register adds the CRI services to g.

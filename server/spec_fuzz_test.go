@@ -166,7 +166,7 @@ func (fx *specFixture) input(t *testing.T, cfg container.Config, pc sandbox.Conf
 		HostsFile:      fx.podFiles[1],
 		ResolvConfFile: fx.podFiles[2],
 		ShmPath:        fx.shm,
-		CgroupParent:   "/kubepods/pod1",
+		CgroupPath:     "/kubepods/pod1",
 		Sysctls:        pc.Sysctls,
 		Ready:          true,
 	}

@@ -59,14 +59,42 @@ func (s *Server) ListPodSandboxStats(_ context.Context, req *runtimeapi.ListPodS
 func u64(v uint64) *runtimeapi.UInt64Value { return &runtimeapi.UInt64Value{Value: v} }
 
 func cpuToCRI(u container.Usage) *runtimeapi.CpuUsage {
-	return &runtimeapi.CpuUsage{Timestamp: u.Timestamp.UnixNano(), UsageCoreNanoSeconds: u64(u.CPUNanos), UsageNanoCores: u64(u.NanoCores)}
+	return &runtimeapi.CpuUsage{Timestamp: u.Timestamp.UnixNano(), UsageCoreNanoSeconds: u64(u.CPUNanos), UsageNanoCores: u64(u.NanoCores),
+		Psi: psiToCRI(u.CPUPressure)}
 }
 
 func memoryToCRI(u container.Usage) *runtimeapi.MemoryUsage {
 	return &runtimeapi.MemoryUsage{
 		Timestamp: u.Timestamp.UnixNano(), WorkingSetBytes: u64(u.MemoryWorkingSet), UsageBytes: u64(u.MemoryUsage),
 		RssBytes: u64(u.MemoryRSS), PageFaults: u64(u.PageFaults), MajorPageFaults: u64(u.MajorPageFaults),
+		Psi: psiToCRI(u.MemoryPressure),
 	}
+}
+
+func swapToCRI(u container.Usage) *runtimeapi.SwapUsage {
+	s := &runtimeapi.SwapUsage{Timestamp: u.Timestamp.UnixNano(), SwapUsageBytes: u64(u.SwapUsage)}
+	if u.SwapLimit > u.SwapUsage {
+		s.SwapAvailableBytes = u64(u.SwapLimit - u.SwapUsage)
+	}
+	return s
+}
+
+// ioToCRI reports I/O pressure, all the CRI's IoUsage holds; nil without it.
+func ioToCRI(u container.Usage) *runtimeapi.IoUsage {
+	if u.IOPressure == nil {
+		return nil
+	}
+	return &runtimeapi.IoUsage{Timestamp: u.Timestamp.UnixNano(), Psi: psiToCRI(u.IOPressure)}
+}
+
+func psiToCRI(p *container.PSI) *runtimeapi.PsiStats {
+	if p == nil {
+		return nil
+	}
+	d := func(x container.PSIData) *runtimeapi.PsiData {
+		return &runtimeapi.PsiData{Total: x.Total, Avg10: x.Avg10, Avg60: x.Avg60, Avg300: x.Avg300}
+	}
+	return &runtimeapi.PsiStats{Some: d(p.Some), Full: d(p.Full)}
 }
 
 func containerStatsToCRI(st container.Stats) *runtimeapi.ContainerStats {
@@ -79,6 +107,8 @@ func containerStatsToCRI(st container.Stats) *runtimeapi.ContainerStats {
 		},
 		Cpu:    cpuToCRI(st.Usage),
 		Memory: memoryToCRI(st.Usage),
+		Swap:   swapToCRI(st.Usage),
+		Io:     ioToCRI(st.Usage),
 		WritableLayer: &runtimeapi.FilesystemUsage{
 			Timestamp: st.Timestamp.UnixNano(), FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: st.Mountpoint},
 			UsedBytes: u64(st.WritableBytes), InodesUsed: u64(st.WritableInodes),

@@ -1,11 +1,13 @@
 /*
  * minicri-pause: the process that holds a pod's namespaces.
  *
- *   minicri-pause [-h hostname] [-s key=value]... [-u id]
+ *   minicri-pause [-l] [-h hostname] [-s key=value]... [-u id]
  *
  * It runs inside the pod's network, IPC, UTS (and, when it has its own, PID)
  * namespaces. Before it reports ready it applies the pod's namespaced sysctls
- * (they land in the namespaces it is in) and sets the hostname. Then it locks
+ * (they land in the namespaces it is in) and sets the hostname. Then, with -l
+ * (minicri's monitor always passes it; without it the binary is a plain pause,
+ * as when another runtime runs it as a pause image and confines it), it locks
  * itself in, since in a shared PID namespace it is every container's PID 1 and
  * a container with CAP_SYS_PTRACE reaches its root and may attach to it:
  *
@@ -221,6 +223,7 @@ int main(int argc, char **argv)
 	sigaction(SIGCHLD, &sa, NULL);
 
 	long id = -1;
+	int lock_in = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-s") && i + 1 < argc) {
 			set_sysctl(argv[++i]);
@@ -228,6 +231,8 @@ int main(int argc, char **argv)
 			const char *h = argv[++i];
 			if (sethostname(h, strlen(h)) < 0)
 				fail("sethostname", h);
+		} else if (!strcmp(argv[i], "-l")) {
+			lock_in = 1;
 		} else if (!strcmp(argv[i], "-u") && i + 1 < argc) {
 			id = parse_id(argv[++i]);
 		} else {
@@ -240,12 +245,14 @@ int main(int argc, char **argv)
 	 * An inherited fd would outlive the root switch (/proc/<pause>/fd/N
 	 * reopens it): keep none but the readiness fd, closed once used.
 	 */
-	if (syscall(SYS_close_range, 0, READY_FD - 1, 0) < 0 ||
-	    syscall(SYS_close_range, READY_FD + 1, ~0U, 0) < 0)
-		fail("close_range", "inherited fds");
-	isolate_root();
-	drop_privileges(id);
-	confine();
+	if (lock_in) {
+		if (syscall(SYS_close_range, 0, READY_FD - 1, 0) < 0 ||
+		    syscall(SYS_close_range, READY_FD + 1, ~0U, 0) < 0)
+			fail("close_range", "inherited fds");
+		isolate_root();
+		drop_privileges(id);
+		confine();
+	}
 	if (ready) {
 		if (write(READY_FD, "R", 1) < 0)
 			(void)0;

@@ -152,7 +152,7 @@ func (h *Host) load(path string, text []byte) error {
 		return err
 	}
 	if out, err := exec.Command(parser, "-Kr", pending).CombinedOutput(); err != nil {
-		os.Remove(pending)
+		_ = os.Remove(pending) // the load's error is the one to report; a leftover is rewritten next time
 		return fmt.Errorf("%s -Kr %s: %w: %s", parser, pending, err, strings.TrimSpace(string(out)))
 	}
 	return os.Rename(pending, path)

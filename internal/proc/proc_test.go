@@ -62,8 +62,14 @@ func TestSetOOMScoreAdjClamps(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a too-low value must be clamped, not fail: %v", err)
 	}
-	if got < own {
-		t.Fatalf("wrote %d below own %d", got, own)
+	// Clamped only where the kernel refuses -1000: then to the own value.
+	if floor := OOMScoreAdjFloor(); floor == -1000 && got != -1000 {
+		t.Fatalf("wrote %d though -1000 may be set", got)
+	} else if floor != -1000 && got != own {
+		t.Fatalf("wrote %d, want own %d where -1000 is refused", got, own)
+	}
+	if after, _ := OwnOOMScoreAdj(); after != own {
+		t.Fatalf("the floor probe left own oom_score_adj at %d, was %d", after, own)
 	}
 	got, err = SetOOMScoreAdj(cmd.Process.Pid, 500)
 	if err != nil || got != 500 {

@@ -37,7 +37,7 @@ func withAppArmor(cfg *runtimeapi.ContainerConfig, p *runtimeapi.SecurityProfile
 		cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{}
 	}
 	cfg.Linux.SecurityContext.Apparmor = p
-	cfg.Linux.SecurityContext.ApparmorProfile = legacy
+	cfg.Linux.SecurityContext.ApparmorProfile = legacy //nolint:staticcheck // the deprecated field older kubelets still send
 	return cfg
 }
 

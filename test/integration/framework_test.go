@@ -192,6 +192,9 @@ func (i *instance) cleanup() {
 		unix.Unmount(m, unix.MNT_DETACH)
 	}
 	removeCgroupDirs(i.cgParent)
+	if hostSystemd() { // the systemd driver's slice for this instance's pods
+		exec.Command("systemctl", "stop", strings.TrimPrefix(i.cgParent, "/")+".slice").Run()
+	}
 	os.RemoveAll(i.dir)
 }
 

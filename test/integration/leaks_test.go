@@ -61,7 +61,9 @@ func processesMentioning(s string) []string {
 	return out
 }
 
-var cgroupRoots = []string{"cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids", "systemd", "unified"}
+// cgroupRoots are the v1 hierarchies, the hybrid unified one, and "" (the
+// hierarchy itself on a cgroup v2 host).
+var cgroupRoots = []string{"cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids", "systemd", "unified", ""}
 
 // cgroupDirs lists the cgroup directories named by path in every hierarchy.
 func cgroupDirs(path string) []string {

@@ -505,7 +505,7 @@ func TestUpdateRuntimeConfigPodCIDR(t *testing.T) {
 		t.Fatalf("pod IP %s not in the kubelet's pod CIDR %s", st.Network.Ip, cidr)
 	}
 	resp, err := i.rt.RuntimeConfig(ctx(t), &runtimeapi.RuntimeConfigRequest{})
-	if err != nil || resp.Linux.CgroupDriver != runtimeapi.CgroupDriver_CGROUPFS {
+	if err != nil || resp.Linux.CgroupDriver != wantDriver() {
 		t.Fatalf("RuntimeConfig: %v %v", resp, err)
 	}
 }
