@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -16,12 +15,6 @@ import (
 // hierarchy (or in the v2 one), the systemd driver in the scope
 // minicri-<id>.scope of a slice. So the tests read the same limits on a v1
 // host and in the VM lab (cgroup v2, systemd as PID 1).
-
-// unifiedCgroups reports whether /sys/fs/cgroup is the cgroup v2 hierarchy.
-func unifiedCgroups() bool {
-	var st unix.Statfs_t
-	return unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC
-}
 
 // ctrPid is the PID of the running container id's process.
 func (i *instance) ctrPid(t *testing.T, id string) int {
@@ -47,7 +40,7 @@ func (i *instance) ctrCgroupDir(t *testing.T, id, controller string) string {
 	if err != nil {
 		t.Fatalf("cgroup of container %s (pid %d): %v", id, pid, err)
 	}
-	v2 := unifiedCgroups()
+	v2 := hostUnified()
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		parts := strings.SplitN(l, ":", 3)
 		if len(parts) != 3 {
@@ -69,7 +62,7 @@ func (i *instance) ctrCgroupDir(t *testing.T, id, controller string) string {
 func (i *instance) ctrCgroupFile(t *testing.T, id, controller, v1file, v2file string) string {
 	t.Helper()
 	f := v1file
-	if unifiedCgroups() {
+	if hostUnified() {
 		f = v2file
 	}
 	b, err := os.ReadFile(filepath.Join(i.ctrCgroupDir(t, id, controller), f))

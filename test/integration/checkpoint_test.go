@@ -126,7 +126,7 @@ func TestCheckpointContainerKeepsItRunning(t *testing.T) {
 	}
 	waitLog(t, path, strconv.Itoa(after+10), 10*time.Second)
 	wantThawed := "THAWED"
-	if unifiedCgroups() {
+	if hostUnified() {
 		wantThawed = "0"
 	}
 	if s := i.ctrCgroupFile(t, id, "freezer", "freezer.state", "cgroup.freeze"); s != wantThawed {

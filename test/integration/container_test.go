@@ -288,7 +288,7 @@ func TestSymlinkHostPathMountAndUpdateResources(t *testing.T) {
 		t.Fatalf("memory limit after update %s", got)
 	}
 	wantQuota := "50000"
-	if unifiedCgroups() {
+	if hostUnified() {
 		wantQuota = "50000 100000"
 	}
 	if got := i.ctrCgroupFile(t, id, "cpu", "cpu.cfs_quota_us", "cpu.max"); got != wantQuota {
