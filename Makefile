@@ -2,14 +2,16 @@
 # everything that needs tools depends on `deps` (fast when already done).
 #
 #   make run          build, install what is missing, run minicri in the foreground
-#   make test         vet + lint + unit + fuzz + integration + critest + e2e, stops at the first failure
+#   make test         vet + lint + unit + fuzz + integration + critest + e2e + vmtest-ci, stops at the first failure
 #   make lint         golangci-lint (.golangci.yml): govet staticcheck errcheck gosec ineffassign unused
 #   make fuzz         every Go fuzz target for FUZZTIME each (hack/fuzz.sh)
 #   make critest      critest v1.37.0 against a private minicri instance
 #   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
 #   make bench        minicri vs Debian containerd + runc: pod lifecycles, memory, image pull
-#   make vmtest       a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
-#                     node shape, then the integration tests in it (test/vm/README.md)
+#   make vmtest-ci    a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
+#                     node shape, integration + critest subsets, minicri's systemd unit
+#                     restarted under pods, kubelet with cgroupDriver: systemd (test/vm/README.md)
+#   make vmtest       the same with every integration test and every critest spec (~1 h)
 #   make vm-start / vm-stop / vm-status   keep the guest up for test/vm/run.sh CMD...
 #   make install      bin/* to $(BINDIR), the systemd unit, /etc/minicri/config.toml, /etc/crictl.yaml
 #   make uninstall    removes them (pods, /var/lib/minicri and changed config files stay)
@@ -44,7 +46,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest test bench clean FORCE
-.PHONY: e2e vmtest vm-start vm-stop vm-status install uninstall
+.PHONY: e2e vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
 
@@ -124,11 +126,15 @@ test: deps
 	$(call phase,integration)
 	$(call phase,critest)
 	$(call phase,e2e)
+	$(call phase,vmtest-ci)
 
 # ---- VM lab (test/vm) ------------------------------------------------------
 
 # VMTEST_RUN=<regexp> picks the integration tests, VMTEST_STEPS the steps.
 vmtest: build
+	VMTEST_FULL=1 test/vm/vmtest.sh
+
+vmtest-ci: build
 	test/vm/vmtest.sh
 
 vm-start:

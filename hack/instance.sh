@@ -22,6 +22,7 @@
 #   INSTANCE_REGISTRY  "" (none), "test" (critest's images) or "bench" (also the ~100 MB
 #                      image): serve the offline images of test/registry on a free
 #                      loopback port and point minicri's registry mirrors at it
+#   INSTANCE_REGISTRY_BIN  a prebuilt test/registry binary (default: built into _output/bin)
 # Outputs (set by instance_start):
 #   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
 #   INSTANCE_BRIDGE (deleted by instance_stop)
@@ -131,8 +132,8 @@ instance_start() {
 # instance__registry_start: the offline test registry (test/registry) on a free port,
 # with hosts.toml mirrors for the registries critest names written to $INSTANCE_TMP/certs.d.
 instance__registry_start() {
-	local bin=$INSTANCE_REPO/_output/bin/registry log=$INSTANCE_TMP/registry.log i
-	(cd "$INSTANCE_REPO" && go build -o "$bin" ./test/registry) || return 1
+	local bin=${INSTANCE_REGISTRY_BIN:-$INSTANCE_REPO/_output/bin/registry} log=$INSTANCE_TMP/registry.log i
+	[ -n "${INSTANCE_REGISTRY_BIN:-}" ] || (cd "$INSTANCE_REPO" && go build -o "$bin" ./test/registry) || return 1
 	"$bin" -addr 127.0.0.1:0 -hosts-dir "$INSTANCE_TMP/certs.d" \
 		-bench="$([ "$INSTANCE_REGISTRY" = bench ] && echo true || echo false)" </dev/null >"$log" 2>&1 &
 	INSTANCE_REGISTRY_PID=$!

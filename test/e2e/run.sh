@@ -18,6 +18,11 @@
 #   E2E_KUBELET_V   kubelet verbosity (default 5; 10 also logs every CRI request)
 #   E2E_KEEP=1      keep the temp dirs
 #   E2E_PAUSE_ON_FAIL=SECONDS  sleep after a failed check (to look around)
+#   E2E_CGROUP_DRIVER  "" (default: the kubelet takes the driver from minicri, cgroupfs
+#                   here) or "systemd": the kubelet runs with cgroupDriver: systemd and the
+#                   default cgroupRoot (pods in kubepods.slice), minicri with its default
+#                   cgroup_driver (auto: systemd where systemd is PID 1). Needs systemd as
+#                   PID 1 and cgroup v2: the VM lab (test/vm, vmtest step e2e-systemd)
 # Exits non-zero if any check fails; prints the failed checks, timings and the CRI calls.
 # shellcheck disable=SC2016 # single-quoted eval strings expand when the check runs
 set -euo pipefail
@@ -32,6 +37,18 @@ KUBELET_V=${E2E_KUBELET_V:-5}
 CRICTL=${CRICTL:-$ROOT/_output/tools/crictl}
 # The kubelet's cgroup root (and minicri's cgroup parent for pods that name none).
 CGROUP_ROOT=/minicri-e2e
+CGROUP_DRIVER=${E2E_CGROUP_DRIVER:-cgroupfs}
+case $CGROUP_DRIVER in
+cgroupfs) ;;
+systemd)
+	# The node's own shape: kubepods.slice below the root. The machine is the VM lab's
+	# throwaway guest, so the suite owns kubepods.slice there.
+	CGROUP_ROOT=/
+	[ "$(cat /proc/1/comm)" = systemd ] && [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] ||
+		{ echo "e2e: E2E_CGROUP_DRIVER=systemd needs systemd as PID 1 and cgroup v2 (test/vm)" >&2; exit 1; }
+	;;
+*) echo "e2e: E2E_CGROUP_DRIVER=$CGROUP_DRIVER: want systemd or empty" >&2; exit 2 ;;
+esac
 E2E_MODE=setup
 
 # shellcheck source=hack/instance.sh disable=SC1091
@@ -108,8 +125,10 @@ cgroup_hierarchies() {
 }
 
 # cgroup_root_create: the kubelet's cgroup root must exist in every v1 hierarchy first.
+# (systemd driver: the kubelet makes kubepods.slice itself.)
 cgroup_root_create() {
 	local h
+	[ "$CGROUP_DRIVER" = cgroupfs ] || return 0
 	while read -r h; do
 		mkdir -p "$h$CGROUP_ROOT"
 		# A new cpuset cgroup starts empty; copy the parent's CPUs and memory nodes.
@@ -123,6 +142,13 @@ cgroup_root_create() {
 # cgroup_procs_under: "cgroup: pids" for every cgroup below the root that holds processes.
 cgroup_procs_under() {
 	local h f procs
+	if [ "$CGROUP_DRIVER" = systemd ]; then
+		while read -r f; do
+			procs=$(tr '\n' ' ' <"$f" 2>/dev/null) || continue
+			[ -z "${procs// /}" ] || echo "${f%/cgroup.procs}: $procs"
+		done < <(find /sys/fs/cgroup/kubepods.slice -name cgroup.procs 2>/dev/null)
+		return
+	fi
 	while read -r h; do
 		[ -d "$h$CGROUP_ROOT" ] || continue
 		while read -r f; do
@@ -132,9 +158,14 @@ cgroup_procs_under() {
 	done < <(cgroup_hierarchies)
 }
 
-# pod_cgroups: pod-level cgroups the kubelet made (kubepods/[qos/]pod<uid>) that still exist.
+# pod_cgroups: pod-level cgroups the kubelet made (kubepods/[qos/]pod<uid>, or
+# kubepods.slice/[kubepods-<qos>.slice/]kubepods-[<qos>-]pod<uid>.slice) that still exist.
 pod_cgroups() {
 	local h
+	if [ "$CGROUP_DRIVER" = systemd ]; then
+		find /sys/fs/cgroup/kubepods.slice -mindepth 1 -maxdepth 2 -type d -name 'kubepods-*pod*.slice' 2>/dev/null
+		return
+	fi
 	while read -r h; do
 		[ -d "$h$CGROUP_ROOT/kubepods" ] || continue
 		find "$h$CGROUP_ROOT/kubepods" -mindepth 1 -maxdepth 2 -type d -name 'pod*' 2>/dev/null
@@ -143,6 +174,11 @@ pod_cgroups() {
 
 cgroup_root_remove() {
 	local h
+	if [ "$CGROUP_DRIVER" = systemd ]; then
+		# The kubelet leaves kubepods.slice (and its QoS slices) behind when it stops.
+		[ ! -d /sys/fs/cgroup/kubepods.slice ] || systemctl stop kubepods.slice 2>/dev/null || true
+		return 0
+	fi
 	while read -r h; do
 		[ -d "$h$CGROUP_ROOT" ] || continue
 		find "$h$CGROUP_ROOT" -depth -type d -exec rmdir {} \; 2>/dev/null || true
@@ -341,7 +377,9 @@ kubelet_start() {
 		# This machine is cgroup v1 (hybrid): kubelet 1.37 refuses it unless told.
 		failCgroupV1: false
 		cgroupRoot: $CGROUP_ROOT
-		# No cgroupDriver: the kubelet takes it from minicri's RuntimeConfig.
+		# The kubelet takes the driver from minicri's RuntimeConfig; with systemd, it
+		# is also set here (a kubelet that ignores RuntimeConfig would use it).
+		$([ "$CGROUP_DRIVER" = systemd ] && echo "cgroupDriver: systemd")
 		containerRuntimeEndpoint: unix://$MINICRI_SOCK
 		imageServiceEndpoint: unix://$MINICRI_SOCK
 		address: $NODE_IP
@@ -382,8 +420,8 @@ kubelet_start() {
 		return 1
 	fi
 	pass "kubelet serves /healthz"
-	check "kubelet takes the cgroup driver (cgroupfs) from minicri's RuntimeConfig" \
-		grep -q 'Using cgroup driver setting received from the CRI runtime.*cgroupDriver="cgroupfs"' "$KUBELET_LOG"
+	check "kubelet takes the cgroup driver ($CGROUP_DRIVER) from minicri's RuntimeConfig" \
+		grep -q "Using cgroup driver setting received from the CRI runtime.*cgroupDriver=\"$CGROUP_DRIVER\"" "$KUBELET_LOG"
 }
 
 # minicri_running: the instance is alive (a failed check says how it ended otherwise).
@@ -465,6 +503,17 @@ leak_check() {
 	return $leaks
 }
 
+# container_in_kubepods_slice ID: the container's process (pid from crictl inspect) is in
+# a scope below the kubelet's pod slice: /proc/<pid>/cgroup reads
+# 0::/kubepods.slice/[kubepods-<qos>.slice/]kubepods-[<qos>-]pod<uid>.slice/<scope>.
+container_in_kubepods_slice() {
+	local pid cg
+	pid=$(crictl inspect -o go-template --template '{{.info.pid}}' "$1") || return 1
+	cg=$(cat "/proc/$pid/cgroup") || return 1
+	e2e_log "container ${1:0:12} (pid $pid): cgroup $cg"
+	grep -Eq '^0::/kubepods\.slice/(kubepods-[a-z]+\.slice/)?kubepods-([a-z]+-)?pod[0-9a-f_]+\.slice/[^/]+\.scope$' <<<"$cg"
+}
+
 # ---- standalone mode --------------------------------------------------------------------
 mode_standalone() {
 	local mark host_port pod t0 logdir
@@ -499,6 +548,8 @@ mode_standalone() {
 		check "web's stderr in $logdir/web/0.log" \
 			wait_for 20 grep -q 'stderr F httpd (minicri stand-in): resuming normal operations' "$logdir/web/0.log"
 	fi
+	[ "$CGROUP_DRIVER" = cgroupfs ] || check "writer's process is in a kubepods-...slice cgroup (systemd driver)" \
+		container_in_kubepods_slice "$(crictl ps --name writer --label io.kubernetes.pod.name="$pod" -q | head -n 1)"
 	check "crictl logs of the writer" \
 		output_has 'static-writer line' crictl logs "$(crictl ps --name writer --label io.kubernetes.pod.name="$pod" -q | head -n 1)"
 	check "HTTP through the hostPort on $NODE_IP:$host_port" \

@@ -125,8 +125,12 @@ func TestCheckpointContainerKeepsItRunning(t *testing.T) {
 		t.Fatalf("after checkpoint: %v", st.State)
 	}
 	waitLog(t, path, strconv.Itoa(after+10), 10*time.Second)
-	if s := cgroupFile(t, "freezer", filepath.Join(i.cgParent, id), "freezer.state"); s != "THAWED" {
-		t.Errorf("container cgroup freezer.state %q after checkpoint", s)
+	wantThawed := "THAWED"
+	if hostUnified() {
+		wantThawed = "0"
+	}
+	if s := i.ctrCgroupFile(t, id, "freezer", "freezer.state", "cgroup.freeze"); s != wantThawed {
+		t.Errorf("container cgroup frozen (%q) after checkpoint", s)
 	}
 	if p := processesMentioning("criu\x00swrk"); len(p) > 0 {
 		t.Errorf("criu processes left: %v", p)

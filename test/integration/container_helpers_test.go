@@ -180,12 +180,3 @@ func (i *instance) assertCtrGone(t *testing.T, id string) {
 		t.Fatalf("container %s left behind:\n  %s", id, strings.Join(p, "\n  "))
 	}
 }
-
-func cgroupFile(t *testing.T, controller, path, file string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", controller, path, file))
-	if err != nil {
-		t.Fatalf("read cgroup %s: %v", file, err)
-	}
-	return strings.TrimSpace(string(b))
-}

@@ -46,8 +46,9 @@ func TestContainerLifecycleLogsAndLeaks(t *testing.T) {
 			t.Errorf("container is not in the pod's %s namespace", ns)
 		}
 	}
-	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", i.cgParent, id)); err != nil {
-		t.Errorf("container cgroup: %v", err)
+	// Its own cgroup: <parent>/<id> (cgroupfs) or minicri-<id>.scope (systemd).
+	if d := i.ctrCgroupDir(t, id, "memory"); !strings.Contains(filepath.Base(d), id) {
+		t.Errorf("container process in cgroup %s, not the container's own", d)
 	}
 	if _, err := i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 10}); err != nil {
 		t.Fatal(err)
@@ -275,8 +276,7 @@ func TestSymlinkHostPathMountAndUpdateResources(t *testing.T) {
 	if res.ExitCode == 0 {
 		t.Fatal("a read-only mount accepted a write")
 	}
-	cg := filepath.Join(i.cgParent, id)
-	if got := cgroupFile(t, "memory", cg, "memory.limit_in_bytes"); got != strconv.Itoa(64<<20) {
+	if got := i.ctrCgroupFile(t, id, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(64<<20) {
 		t.Fatalf("memory limit %s", got)
 	}
 	_, err = i.rt.UpdateContainerResources(ctx(t), &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id,
@@ -284,10 +284,14 @@ func TestSymlinkHostPathMountAndUpdateResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cgroupFile(t, "memory", cg, "memory.limit_in_bytes"); got != strconv.Itoa(128<<20) {
+	if got := i.ctrCgroupFile(t, id, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(128<<20) {
 		t.Fatalf("memory limit after update %s", got)
 	}
-	if got := cgroupFile(t, "cpu", cg, "cpu.cfs_quota_us"); got != "50000" {
+	wantQuota := "50000"
+	if hostUnified() {
+		wantQuota = "50000 100000"
+	}
+	if got := i.ctrCgroupFile(t, id, "cpu", "cpu.cfs_quota_us", "cpu.max"); got != wantQuota {
 		t.Fatalf("cpu quota after update %s", got)
 	}
 	if got := i.ctrStatus(t, id).Resources.Linux.MemoryLimitInBytes; got != 128<<20 {

@@ -140,12 +140,15 @@ func sharedPIDPod(name string) *runtimeapi.PodSandboxConfig {
 }
 
 // attacker is a container of the pod with CAP_SYS_PTRACE (what
-// `kubectl debug --profile=general` adds) and the injector at /tool.
+// `kubectl debug --profile=general` adds) and the injector at /tool. It runs
+// AppArmor-unconfined: on an AppArmor host the default profile would deny the
+// ptrace first (EACCES), and the attack must reach the pause's own lock-in.
 func attacker(name, tool string) *runtimeapi.ContainerConfig {
 	cfg := ctrConfig(name, "sleep 1000")
 	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/tool", HostPath: tool, Readonly: true}}
 	cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
 		Capabilities: &runtimeapi.Capability{AddCapabilities: []string{"SYS_PTRACE"}},
+		Apparmor:     &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined},
 	}
 	return cfg
 }

@@ -424,14 +424,22 @@ func TestCrashDuringCreateIsCleanedAtStart(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond) // let the monitor and pause start
-	i.kill9()
 	var st struct {
 		Monitor struct{ PID int } `json:"monitor"`
 		Pause   struct{ PID int } `json:"pause"`
 	}
-	b, _ := os.ReadFile(filepath.Join(i.dir, "state", "sandboxes", id, "monitor.json"))
-	if err := json.Unmarshal(b, &st); err != nil || !alive(st.Pause.PID) {
+	// Let the monitor and pause start (CNI ADD sleeps 3 s meanwhile): 300 ms on a
+	// host, seconds in the VM lab.
+	var b []byte
+	var err error
+	for deadline := time.Now().Add(2500 * time.Millisecond); ; time.Sleep(50 * time.Millisecond) {
+		b, _ = os.ReadFile(filepath.Join(i.dir, "state", "sandboxes", id, "monitor.json"))
+		if err = json.Unmarshal(b, &st); (err == nil && alive(st.Pause.PID)) || time.Now().After(deadline) {
+			break
+		}
+	}
+	i.kill9()
+	if err != nil || !alive(st.Pause.PID) {
 		t.Fatalf("expected a running pause from the half-made pod (%s): %v", b, err)
 	}
 	time.Sleep(3 * time.Second) // the plugin finishes its ADD on its own
