@@ -68,7 +68,9 @@ func Open(ref Ref) (*Handle, error) {
 	}
 	fd, err := unix.PidfdOpen(ref.PID, 0)
 	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
+		// EINVAL: the PID now names a thread of another process (flags are 0),
+		// so the recorded process is gone too.
+		if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EINVAL) {
 			return nil, ErrGone
 		}
 		return nil, fmt.Errorf("pidfd_open %d: %w", ref.PID, err)
