@@ -44,7 +44,7 @@ for t in "${targets[@]}"; do
 	d=${t% *} name=${t#* }
 	t0=$SECONDS
 	echo "==> fuzz $d $name"
-	if "$GO" test -tags "$GOTAGS" -run "^$name\$" -fuzz "^$name\$" -fuzztime "$FUZZTIME" \
+	if "$GO" test -tags "$GOTAGS" -run "^$name\$" -fuzz "^$name\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "${FUZZ_MINIMIZE:-2s}" \
 		-parallel "$FUZZ_PARALLEL" "$d"; then
 		echo "<== fuzz $name: ok in $((SECONDS - t0))s"
 	else

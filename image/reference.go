@@ -60,6 +60,11 @@ func parseReference(s string) (reference, error) {
 		return reference{}, fmt.Errorf("%w: %q: %v", ErrInvalidReference, orig, err)
 	}
 	out := reference{Registry: dref.Domain(named), Repo: dref.Path(named)}
+	if out.Registry == "" {
+		// "0.00_0/00": a first element that looks like a host (it has a
+		// dot) but is none parses as a bare path with no registry at all.
+		return reference{}, fmt.Errorf("%w: %q: no registry", ErrInvalidReference, orig)
+	}
 	switch r := named.(type) {
 	case dref.Digested:
 		// A tag next to a digest is dropped: the digest wins.
