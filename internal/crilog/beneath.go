@@ -42,17 +42,33 @@ func openBeneath(dir, name string) (*os.File, error) {
 		return nil, fmt.Errorf("create log dir %s in %s: %w", filepath.Dir(name), dir, beneathErr(err))
 	}
 	defer unix.Close(parent)
-	// O_NONBLOCK: a FIFO planted at the name must not block the open.
-	fd, err := beneath.Open(parent, filepath.Base(name), unix.O_CREAT|unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK, 0o640)
+	fd, err := openRegular(parent, filepath.Base(name))
 	if err != nil {
 		return nil, fmt.Errorf("open container log %s in %s: %w", name, dir, beneathErr(err))
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, fmt.Errorf("open container log %s in %s: %w", name, dir, ErrNotBeneath)
-	}
 	return os.NewFile(uintptr(fd), filepath.Join(dir, name)), nil
+}
+
+// openRegular opens base in the directory parent for appending: a new file
+// is created exclusively; an existing one is looked at first (O_PATH opens
+// nothing) and opened only if it is a regular file, so a device node or a
+// FIFO planted at the name never has its driver opened by root.
+func openRegular(parent int, base string) (int, error) {
+	const flags = unix.O_WRONLY | unix.O_APPEND
+	fd, err := beneath.Open(parent, base, flags|unix.O_CREAT|unix.O_EXCL, 0o640)
+	if !errors.Is(err, unix.EEXIST) {
+		return fd, err
+	}
+	pfd, err := beneath.Open(parent, base, unix.O_PATH, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return -1, ErrNotBeneath
+	}
+	return beneath.Reopen(pfd, flags)
 }
 
 // beneathErr names the errors openat2 gives for a path that escapes or

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The attacks: a log path from the request that climbs out of the pod log
@@ -65,6 +67,37 @@ func TestOpenRefusesFIFOWithoutBlocking(t *testing.T) {
 	if l, err := Open(dir, "0.log"); err == nil {
 		l.Close()
 		t.Fatal("Open of a FIFO succeeded")
+	}
+}
+
+// A FIFO (standing in for a device node) planted at the log name, with a
+// reader waiting, is never opened: opening a device runs its driver.
+func TestOpenNeverOpensASpecialFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "0.log")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(reader)
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, fifo, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := Open(dir, "0.log"); err == nil {
+		l.Close()
+		t.Fatal("Open of a FIFO succeeded")
+	}
+	buf := make([]byte, 4096)
+	if n, _ := unix.Read(in, buf); n > 0 {
+		t.Fatal("the FIFO at the log name was opened")
 	}
 }
 
