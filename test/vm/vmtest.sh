@@ -103,7 +103,9 @@ for s in "${STEPS[@]}"; do
 	echo "$line" >>"$summary"
 	if [ $rc != 0 ]; then
 		failed=1
-		grep -E '^--- FAIL' "$VMTEST_OUT/$name.log" | sed 's/^/    /' >>"$summary" || true
+		# Go test failures, and critest's failed specs by name (CI shows only the tail).
+		awk '/^--- FAIL|critest: FAIL|^must-pass: /{print; next}
+			/^failed \(/{f=1} /^$/{f=0} f' "$VMTEST_OUT/$name.log" | head -40 | sed 's/^/    /' >>"$summary" || true
 	fi
 done
 echo "--- vmtest summary ($summary)"
