@@ -52,6 +52,8 @@ type ctr struct {
 
 	oomSeen atomic.Bool   // the kernel OOM-killed in the cgroup (watchOOM)
 	oomDone chan struct{} // closed when watchOOM's watch ends; nil without one
+	// oomWatch follows a cgroup v2 cgroup's kills (watchOOM); nil without one.
+	oomWatch *cgdriver.OOMWatch
 
 	mu        sync.Mutex
 	startedAt time.Time
@@ -282,7 +284,7 @@ func (k *ctr) waitExit(log *slog.Logger) {
 		log.Error("wait for container failed", "container", k.id, "err", err)
 	}
 	k.killLeftovers(log)
-	ex := &Exit{Code: code, FinishedAt: time.Now(), OOMKilled: k.oomKilled()}
+	ex := &Exit{Code: code, FinishedAt: time.Now(), OOMKilled: k.oomKilled(code)}
 	drained := make(chan struct{})
 	go func() { k.io.Wait(); close(drained) }()
 	select {
@@ -316,8 +318,18 @@ func (k *ctr) killLeftovers(log *slog.Logger) {
 
 // watchOOM follows the container's OOM kills while it runs. Under systemd
 // the scope's cgroup, and the kill count in it, goes as soon as its last
-// process exits: often before the exit is reaped and the count read.
+// process exits: often before the exit is reaped and the count read. On
+// cgroup v2 cgdriver.WatchOOM does it (libcontainer's NotifyOOM loses kills
+// there); on v1 libcontainer's eventfd on memory.oom_control.
 func (k *ctr) watchOOM(log *slog.Logger) {
+	if st, err := k.c.State(); err == nil && cgdriver.Unified() && st.CgroupPaths[""] != "" {
+		w, err := cgdriver.WatchOOM(st.CgroupPaths[""])
+		if err == nil {
+			k.oomWatch = w
+			return
+		}
+		log.Warn("watch for OOM kills", "container", k.id, "err", err)
+	}
 	ch, err := k.c.NotifyOOM()
 	if err != nil {
 		log.Warn("watch for OOM kills", "container", k.id, "err", err)
@@ -334,11 +346,14 @@ func (k *ctr) watchOOM(log *slog.Logger) {
 
 // oomKilled reads the cgroup's OOM kill count (v1 memory.oom_control, v2
 // memory.events) or, once the cgroup is gone, what watchOOM saw.
-func (k *ctr) oomKilled() bool {
+func (k *ctr) oomKilled(code int) bool {
 	if st, err := k.c.State(); err == nil {
-		if n, err := cgdriver.OOMKills(st.CgroupPaths); err == nil {
-			return n > 0 || k.oomSeen.Load()
+		if n, err := cgdriver.OOMKills(st.CgroupPaths); err == nil && n > 0 {
+			return true
 		}
+	}
+	if k.oomWatch != nil {
+		return k.oomWatch.Killed(time.Second, code == 128+int(unix.SIGKILL))
 	}
 	if k.oomDone != nil {
 		select {
