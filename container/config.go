@@ -106,8 +106,7 @@ type Security struct {
 	SupplementalGroups       []int64                  `json:"supplemental_groups,omitempty"`
 	SupplementalGroupsPolicy SupplementalGroupsPolicy `json:"supplemental_groups_policy,omitempty"`
 	NoNewPrivs               bool                     `json:"no_new_privs,omitempty"`
-	// MaskedPaths and ReadonlyPaths: nil means the runtime's defaults; an
-	// empty non-nil slice means none.
+	// MaskedPaths and ReadonlyPaths are used exactly (nil or empty: none).
 	MaskedPaths   []string `json:"masked_paths"`
 	ReadonlyPaths []string `json:"readonly_paths"`
 	CapAdd        []string `json:"cap_add,omitempty"`
@@ -157,6 +156,7 @@ type PodInfo struct {
 	HostIPC        bool              `json:"host_ipc,omitempty"`
 	HostPID        bool              `json:"host_pid,omitempty"`   // the pod asked for the host's PID namespace
 	Privileged     bool              `json:"privileged,omitempty"` // the pod's security context is privileged
+	Hostname       string            `json:"hostname,omitempty"`   // the pod's hostname as requested; empty: the host's
 	HostnameFile   string            `json:"hostname_file"`
 	HostsFile      string            `json:"hosts_file"`
 	ResolvConfFile string            `json:"resolv_conf_file"`

@@ -30,34 +30,6 @@ func defaultCapabilities() []string {
 	}
 }
 
-// defaultMaskedPaths and defaultReadonlyPaths are containerd's defaults
-// (pkg/oci populateDefaultUnixSpec), used when the request gives none.
-func defaultMaskedPaths() []string {
-	return []string{
-		"/proc/acpi",
-		"/proc/asound",
-		"/proc/kcore",
-		"/proc/keys",
-		"/proc/latency_stats",
-		"/proc/timer_list",
-		"/proc/timer_stats",
-		"/proc/sched_debug",
-		"/sys/firmware",
-		"/sys/devices/virtual/powercap",
-		"/proc/scsi",
-	}
-}
-
-func defaultReadonlyPaths() []string {
-	return []string{
-		"/proc/bus",
-		"/proc/fs",
-		"/proc/irq",
-		"/proc/sys",
-		"/proc/sysrq-trigger",
-	}
-}
-
 // HostCapabilities returns the capabilities in the bounding set of the
 // calling process, as "CAP_*" names. A privileged container gets exactly
 // these: minicri cannot grant what it does not hold (e.g. CAP_SYS_RESOURCE
@@ -185,24 +157,17 @@ func appendCap(caps []string, c string) []string {
 	return append(caps, c)
 }
 
-// maskedAndReadonlyPaths returns containerd's defaults when the request
-// gives none (nil), the request's lists otherwise (empty means none), and
-// nothing for a privileged container.
+// maskedAndReadonlyPaths returns exactly the request's lists, as containerd
+// does (it starts from empty lists, containerd#5029): the kubelet always
+// sends the lists it wants, containerd's defaults for procMount Default and
+// none for procMount Unmasked, which arrive as nil over gRPC. A client that
+// sends none (crictl without them) therefore gets none, as with
+// containerd. A privileged container gets none either way.
 func maskedAndReadonlyPaths(sec *Security) (masked, readonly []string) {
 	if sec.Privileged {
 		return nil, nil
 	}
-	if sec.MaskedPaths != nil {
-		masked = slices.Clone(sec.MaskedPaths)
-	} else {
-		masked = defaultMaskedPaths()
-	}
-	if sec.ReadonlyPaths != nil {
-		readonly = slices.Clone(sec.ReadonlyPaths)
-	} else {
-		readonly = defaultReadonlyPaths()
-	}
-	return masked, readonly
+	return slices.Clone(sec.MaskedPaths), slices.Clone(sec.ReadonlyPaths)
 }
 
 // checkAgainstPod refuses what a container asks beyond its pod, as the
