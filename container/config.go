@@ -27,6 +27,11 @@ type Mount struct {
 	// (KEP-4639); ImageSubPath selects a directory of it.
 	Image        string `json:"image,omitempty"`
 	ImageSubPath string `json:"image_sub_path,omitempty"`
+	// UIDMappings and GIDMappings, when set, make the bind an idmapped
+	// mount (KEP-127; see idmapmounts.go). An image mount ignores them: it
+	// is always seen through the pod's user namespace.
+	UIDMappings []IDMapping `json:"uid_mappings,omitempty"`
+	GIDMappings []IDMapping `json:"gid_mappings,omitempty"`
 }
 
 // Device is one CRI device.
@@ -97,8 +102,11 @@ type Security struct {
 	// Network and IPC are what the request asks for; the container always
 	// joins its pod's, and asking for the host's in a pod that has its own
 	// is refused.
-	Network                  NamespaceMode            `json:"network,omitempty"`
-	IPC                      NamespaceMode            `json:"ipc,omitempty"`
+	Network NamespaceMode `json:"network,omitempty"`
+	IPC     NamespaceMode `json:"ipc,omitempty"`
+	// UserNS is the request's userns_options: nil follows the pod; else it
+	// must match the pod's (see checkNamespaces).
+	UserNS                   *UserNSOption            `json:"userns,omitempty"`
 	RunAsUser                *int64                   `json:"run_as_user,omitempty"`
 	RunAsGroup               *int64                   `json:"run_as_group,omitempty"`
 	RunAsUsername            string                   `json:"run_as_username,omitempty"`
@@ -114,6 +122,13 @@ type Security struct {
 	AmbientAdd    []string `json:"ambient_add,omitempty"`
 	Seccomp       Profile  `json:"seccomp"`
 	AppArmor      Profile  `json:"apparmor"`
+}
+
+// UserNSOption is a container's userns_options.
+type UserNSOption struct {
+	Mode NamespaceMode `json:"mode"`
+	UIDs []IDMapping   `json:"uids,omitempty"`
+	GIDs []IDMapping   `json:"gids,omitempty"`
 }
 
 // Config is everything the kubelet asks of a container.

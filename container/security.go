@@ -174,8 +174,9 @@ func maskedAndReadonlyPaths(sec *Security) (masked, readonly []string) {
 // kubelet never would: privileges the pod does not have (containerd: "no
 // privileged container allowed in sandbox"), a privileged container in a
 // pod user namespace (its host devices, unmasked /proc and /sys and lack of
-// seccomp would rest on the user namespace alone), a host namespace the pod
-// does not share, or the PID namespace of another pod's container. A
+// seccomp would rest on the user namespace alone), namespaces that do not
+// match the pod's (checkNamespaces), or the PID namespace of another pod's
+// container. A
 // TARGET is resolved to its full ID here, so that creation joins the very
 // container that was checked.
 func (m *Manager) checkAgainstPod(pod PodInfo, sec *Security) error {
@@ -184,13 +185,11 @@ func (m *Manager) checkAgainstPod(pod PodInfo, sec *Security) error {
 		return fmt.Errorf("%w: no privileged container allowed in pod sandbox %s, which is not privileged", ErrInvalid, pod.ID)
 	case sec.Privileged && pod.UserNS != nil:
 		return fmt.Errorf("%w: no privileged container allowed in pod sandbox %s, which has its own user namespace", ErrInvalid, pod.ID)
-	case sec.PID == ModeNode && !pod.HostPID:
-		return fmt.Errorf("%w: the container asks for the host's PID namespace, but pod sandbox %s has its own", ErrInvalid, pod.ID)
-	case sec.Network == ModeNode && pod.NetNSPath != "":
-		return fmt.Errorf("%w: the container asks for the host's network namespace, but pod sandbox %s has its own", ErrInvalid, pod.ID)
-	case sec.IPC == ModeNode && !pod.HostIPC:
-		return fmt.Errorf("%w: the container asks for the host's IPC namespace, but pod sandbox %s has its own", ErrInvalid, pod.ID)
-	case sec.PID != ModeTarget:
+	}
+	if err := checkNamespaces(pod, sec); err != nil {
+		return err
+	}
+	if sec.PID != ModeTarget {
 		return nil
 	}
 	if sec.TargetID == "" {
