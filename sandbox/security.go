@@ -46,8 +46,12 @@ type Security struct {
 	Seccomp            SeccompProfile `json:"seccomp"`
 }
 
-// maxID is the highest UID or GID the pause takes (Kubernetes' limit too).
-const maxID = 1<<31 - 1
+// maxID is the highest UID or GID the pause takes (Kubernetes' limit too);
+// maxGroups is the kernel's NGROUPS_MAX.
+const (
+	maxID     = 1<<31 - 1
+	maxGroups = 65536
+)
 
 // validateSecurity refuses IDs the pause cannot take (out of range, or not
 // mapped in the pod's own user namespace, where setresuid would fail long
@@ -68,6 +72,9 @@ func validateSecurity(cfg *Config) error {
 		if err := checkID("run_as_group", *sec.RunAsGroup, gids); err != nil {
 			return err
 		}
+	}
+	if len(sec.SupplementalGroups) > maxGroups {
+		return fmt.Errorf("%w: %d pod supplemental groups, at most %d", ErrInvalid, len(sec.SupplementalGroups), maxGroups)
 	}
 	for _, g := range sec.SupplementalGroups {
 		if err := checkID("supplemental group", g, gids); err != nil {

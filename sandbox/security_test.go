@@ -51,6 +51,7 @@ func TestValidateSecurity(t *testing.T) {
 		"relative localhost":     {Security: Security{Seccomp: SeccompProfile{Type: SeccompLocalhost, Path: "profile.json"}}},
 		"path without localhost": {Security: Security{Seccomp: SeccompProfile{Type: SeccompRuntimeDefault, Path: good}}},
 		"unknown type":           {Security: Security{Seccomp: SeccompProfile{Type: 9}}},
+		"too many groups":        {Security: Security{SupplementalGroups: make([]int64, maxGroups+1)}},
 	}
 	for name, cfg := range bad {
 		cfg.Metadata = md

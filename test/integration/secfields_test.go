@@ -354,3 +354,34 @@ func TestHostnameEnv(t *testing.T) {
 	i.stopRemove(t, podID)
 	i.assertNothingLeft(t, map[string]podInfo{podID: info})
 }
+
+// TestSELinuxFieldsIgnored: without SELinux on the host (as here), the
+// pod's and the container's SELinux options and a mount's selinux_relabel
+// are accepted and ignored, as containerd does with enable_selinux off.
+func TestSELinuxFieldsIgnored(t *testing.T) {
+	if _, err := os.Stat("/sys/fs/selinux/enforce"); err == nil {
+		t.Skip("SELinux is enabled on this host: minicri would still ignore the options")
+	}
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	opts := &runtimeapi.SELinuxOption{User: "system_u", Role: "system_r", Type: "container_t", Level: "s0:c1,c2"}
+	pod := podConfig("selinux")
+	pod.LogDirectory = filepath.Join(i.dir, "logs", "selinux")
+	pod.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{SelinuxOptions: opts}
+	podID := i.runPod(t, pod)
+	vol := t.TempDir()
+	cfg := ctrConfig("selinux", "sleep 1000")
+	cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{SelinuxOptions: opts}
+	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: vol, SelinuxRelabel: true}}
+	id := i.run(t, podID, pod, cfg)
+	if code, out := i.execIn(t, id, "sh", "-c", "echo ok > /data/f && cat /data/f"); code != 0 || out != "ok" {
+		t.Errorf("relabelled mount: %d %q", code, out)
+	}
+	if st := i.ctrStatus(t, id); len(st.Mounts) != 1 || !st.Mounts[0].SelinuxRelabel {
+		t.Errorf("status mounts: %v", st.Mounts)
+	}
+	_, info := i.status(t, podID)
+	i.stopRemove(t, podID)
+	i.assertCtrGone(t, id)
+	i.assertNothingLeft(t, map[string]podInfo{podID: info})
+}
