@@ -100,8 +100,8 @@ type Security struct {
 	PID        NamespaceMode `json:"pid"`
 	TargetID   string        `json:"target_id,omitempty"` // the full ID once created
 	// Network and IPC are what the request asks for; the container always
-	// joins its pod's, and asking for the host's in a pod that has its own
-	// is refused.
+	// joins its pod's: the host's only where the pod uses it, and never
+	// CONTAINER or TARGET (see checkNamespaces).
 	Network NamespaceMode `json:"network,omitempty"`
 	IPC     NamespaceMode `json:"ipc,omitempty"`
 	// UserNS is the request's userns_options: nil follows the pod; else it

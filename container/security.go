@@ -176,9 +176,8 @@ func maskedAndReadonlyPaths(sec *Security) (masked, readonly []string) {
 // pod user namespace (its host devices, unmasked /proc and /sys and lack of
 // seccomp would rest on the user namespace alone), namespaces that do not
 // match the pod's (checkNamespaces), or the PID namespace of another pod's
-// container. A
-// TARGET is resolved to its full ID here, so that creation joins the very
-// container that was checked.
+// container. A TARGET is resolved to its full ID here, so that creation
+// joins the very container that was checked.
 func (m *Manager) checkAgainstPod(pod PodInfo, sec *Security) error {
 	switch {
 	case sec.Privileged && !pod.Privileged:
