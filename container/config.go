@@ -27,6 +27,11 @@ type Mount struct {
 	// (KEP-4639); ImageSubPath selects a directory of it.
 	Image        string `json:"image,omitempty"`
 	ImageSubPath string `json:"image_sub_path,omitempty"`
+	// UIDMappings and GIDMappings, when set, make the bind an idmapped
+	// mount (KEP-127; see idmapmounts.go). An image mount ignores them: it
+	// is always seen through the pod's user namespace.
+	UIDMappings []IDMapping `json:"uid_mappings,omitempty"`
+	GIDMappings []IDMapping `json:"gid_mappings,omitempty"`
 }
 
 // Device is one CRI device.
@@ -95,10 +100,13 @@ type Security struct {
 	PID        NamespaceMode `json:"pid"`
 	TargetID   string        `json:"target_id,omitempty"` // the full ID once created
 	// Network and IPC are what the request asks for; the container always
-	// joins its pod's, and asking for the host's in a pod that has its own
-	// is refused.
-	Network                  NamespaceMode            `json:"network,omitempty"`
-	IPC                      NamespaceMode            `json:"ipc,omitempty"`
+	// joins its pod's: the host's only where the pod uses it, and never
+	// CONTAINER or TARGET (see checkNamespaces).
+	Network NamespaceMode `json:"network,omitempty"`
+	IPC     NamespaceMode `json:"ipc,omitempty"`
+	// UserNS is the request's userns_options: nil follows the pod; else it
+	// must match the pod's (see checkNamespaces).
+	UserNS                   *UserNSOption            `json:"userns,omitempty"`
 	RunAsUser                *int64                   `json:"run_as_user,omitempty"`
 	RunAsGroup               *int64                   `json:"run_as_group,omitempty"`
 	RunAsUsername            string                   `json:"run_as_username,omitempty"`
@@ -106,8 +114,7 @@ type Security struct {
 	SupplementalGroups       []int64                  `json:"supplemental_groups,omitempty"`
 	SupplementalGroupsPolicy SupplementalGroupsPolicy `json:"supplemental_groups_policy,omitempty"`
 	NoNewPrivs               bool                     `json:"no_new_privs,omitempty"`
-	// MaskedPaths and ReadonlyPaths: nil means the runtime's defaults; an
-	// empty non-nil slice means none.
+	// MaskedPaths and ReadonlyPaths are used exactly (nil or empty: none).
 	MaskedPaths   []string `json:"masked_paths"`
 	ReadonlyPaths []string `json:"readonly_paths"`
 	CapAdd        []string `json:"cap_add,omitempty"`
@@ -115,6 +122,13 @@ type Security struct {
 	AmbientAdd    []string `json:"ambient_add,omitempty"`
 	Seccomp       Profile  `json:"seccomp"`
 	AppArmor      Profile  `json:"apparmor"`
+}
+
+// UserNSOption is a container's userns_options.
+type UserNSOption struct {
+	Mode NamespaceMode `json:"mode"`
+	UIDs []IDMapping   `json:"uids,omitempty"`
+	GIDs []IDMapping   `json:"gids,omitempty"`
 }
 
 // Config is everything the kubelet asks of a container.
@@ -157,6 +171,7 @@ type PodInfo struct {
 	HostIPC        bool              `json:"host_ipc,omitempty"`
 	HostPID        bool              `json:"host_pid,omitempty"`   // the pod asked for the host's PID namespace
 	Privileged     bool              `json:"privileged,omitempty"` // the pod's security context is privileged
+	Hostname       string            `json:"hostname,omitempty"`   // the pod's hostname as requested; empty: the host's
 	HostnameFile   string            `json:"hostname_file"`
 	HostsFile      string            `json:"hosts_file"`
 	ResolvConfFile string            `json:"resolv_conf_file"`

@@ -191,6 +191,9 @@ func buildMounts(in *SpecInput, cgroupNS bool) ([]specs.Mount, string, error) {
 	if err := validateMounts(in.Config.Mounts); err != nil {
 		return nil, "", err
 	}
+	if err := checkMountIDMaps(in.Config.Mounts, &in.Pod); err != nil {
+		return nil, "", err
+	}
 	mounts := append([]Mount{}, in.Config.Mounts...)
 	mounts = append(mounts, podMounts(&in.Pod, sec, in.Config.Mounts)...)
 	sort.SliceStable(mounts, func(i, j int) bool {
@@ -260,12 +263,9 @@ func buildMounts(in *SpecInput, cgroupNS bool) ([]specs.Mount, string, error) {
 		default:
 			options = append(options, "rw")
 		}
-		out = append(out, specs.Mount{
-			Source:      src,
-			Destination: m.ContainerPath,
-			Type:        "bind",
-			Options:     options,
-		})
+		sm := specs.Mount{Source: src, Destination: m.ContainerPath, Type: "bind", Options: options}
+		withIDMapping(&sm, m, &in.Pod)
+		out = append(out, sm)
 	}
 	return out, rootfsPropagation, nil
 }

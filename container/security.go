@@ -30,34 +30,6 @@ func defaultCapabilities() []string {
 	}
 }
 
-// defaultMaskedPaths and defaultReadonlyPaths are containerd's defaults
-// (pkg/oci populateDefaultUnixSpec), used when the request gives none.
-func defaultMaskedPaths() []string {
-	return []string{
-		"/proc/acpi",
-		"/proc/asound",
-		"/proc/kcore",
-		"/proc/keys",
-		"/proc/latency_stats",
-		"/proc/timer_list",
-		"/proc/timer_stats",
-		"/proc/sched_debug",
-		"/sys/firmware",
-		"/sys/devices/virtual/powercap",
-		"/proc/scsi",
-	}
-}
-
-func defaultReadonlyPaths() []string {
-	return []string{
-		"/proc/bus",
-		"/proc/fs",
-		"/proc/irq",
-		"/proc/sys",
-		"/proc/sysrq-trigger",
-	}
-}
-
 // HostCapabilities returns the capabilities in the bounding set of the
 // calling process, as "CAP_*" names. A privileged container gets exactly
 // these: minicri cannot grant what it does not hold (e.g. CAP_SYS_RESOURCE
@@ -185,47 +157,38 @@ func appendCap(caps []string, c string) []string {
 	return append(caps, c)
 }
 
-// maskedAndReadonlyPaths returns containerd's defaults when the request
-// gives none (nil), the request's lists otherwise (empty means none), and
-// nothing for a privileged container.
+// maskedAndReadonlyPaths returns exactly the request's lists, as containerd
+// does (it starts from empty lists, containerd#5029): the kubelet always
+// sends the lists it wants, containerd's defaults for procMount Default and
+// none for procMount Unmasked, which arrive as nil over gRPC. A client that
+// sends none (crictl without them) therefore gets none, as with
+// containerd. A privileged container gets none either way.
 func maskedAndReadonlyPaths(sec *Security) (masked, readonly []string) {
 	if sec.Privileged {
 		return nil, nil
 	}
-	if sec.MaskedPaths != nil {
-		masked = slices.Clone(sec.MaskedPaths)
-	} else {
-		masked = defaultMaskedPaths()
-	}
-	if sec.ReadonlyPaths != nil {
-		readonly = slices.Clone(sec.ReadonlyPaths)
-	} else {
-		readonly = defaultReadonlyPaths()
-	}
-	return masked, readonly
+	return slices.Clone(sec.MaskedPaths), slices.Clone(sec.ReadonlyPaths)
 }
 
 // checkAgainstPod refuses what a container asks beyond its pod, as the
 // kubelet never would: privileges the pod does not have (containerd: "no
 // privileged container allowed in sandbox"), a privileged container in a
 // pod user namespace (its host devices, unmasked /proc and /sys and lack of
-// seccomp would rest on the user namespace alone), a host namespace the pod
-// does not share, or the PID namespace of another pod's container. A
-// TARGET is resolved to its full ID here, so that creation joins the very
-// container that was checked.
+// seccomp would rest on the user namespace alone), namespaces that do not
+// match the pod's (checkNamespaces), or the PID namespace of another pod's
+// container. A TARGET is resolved to its full ID here, so that creation
+// joins the very container that was checked.
 func (m *Manager) checkAgainstPod(pod PodInfo, sec *Security) error {
 	switch {
 	case sec.Privileged && !pod.Privileged:
 		return fmt.Errorf("%w: no privileged container allowed in pod sandbox %s, which is not privileged", ErrInvalid, pod.ID)
 	case sec.Privileged && pod.UserNS != nil:
 		return fmt.Errorf("%w: no privileged container allowed in pod sandbox %s, which has its own user namespace", ErrInvalid, pod.ID)
-	case sec.PID == ModeNode && !pod.HostPID:
-		return fmt.Errorf("%w: the container asks for the host's PID namespace, but pod sandbox %s has its own", ErrInvalid, pod.ID)
-	case sec.Network == ModeNode && pod.NetNSPath != "":
-		return fmt.Errorf("%w: the container asks for the host's network namespace, but pod sandbox %s has its own", ErrInvalid, pod.ID)
-	case sec.IPC == ModeNode && !pod.HostIPC:
-		return fmt.Errorf("%w: the container asks for the host's IPC namespace, but pod sandbox %s has its own", ErrInvalid, pod.ID)
-	case sec.PID != ModeTarget:
+	}
+	if err := checkNamespaces(pod, sec); err != nil {
+		return err
+	}
+	if sec.PID != ModeTarget {
 		return nil
 	}
 	if sec.TargetID == "" {

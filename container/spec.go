@@ -93,7 +93,7 @@ func BuildSpec(in SpecInput) (*specs.Spec, error) {
 			Terminal:        cfg.TTY,
 			User:            usr,
 			Args:            args,
-			Env:             buildEnv(in.Image.Env, cfg.Env, cfg.TTY),
+			Env:             buildEnv(podHostname(&in.Pod), in.Image.Env, cfg.Env, cfg.TTY),
 			Cwd:             cwd,
 			Capabilities:    caps,
 			NoNewPrivileges: sec.NoNewPrivs,
@@ -183,13 +183,15 @@ func processArgs(command, args []string, img ImageConfig) ([]string, error) {
 }
 
 // buildEnv is containerd's environment: the default PATH (and TERM for a
-// TTY), then the image's variables, then the request's, each replacing an
-// earlier one with the same name in place. An entry without "=" unsets.
-func buildEnv(imageEnv, criEnv []string, tty bool) []string {
+// TTY), HOSTNAME (the pod's hostname), then the image's variables, then the
+// request's, each replacing an earlier one with the same name in place. An
+// entry without "=" unsets.
+func buildEnv(hostname string, imageEnv, criEnv []string, tty bool) []string {
 	env := []string{defaultPathEnv}
 	if tty {
 		env = append(env, "TERM=xterm")
 	}
+	env = append(env, hostnameEnv+"="+hostname)
 	overrides := append(slices.Clone(imageEnv), criEnv...)
 	return replaceOrAppendEnv(env, overrides)
 }

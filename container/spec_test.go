@@ -144,6 +144,7 @@ func TestBuildSpecNoCommand(t *testing.T) {
 }
 
 func TestBuildEnv(t *testing.T) {
+	const h = "HOSTNAME=web-0"
 	tests := []struct {
 		name     string
 		image    []string
@@ -151,22 +152,43 @@ func TestBuildEnv(t *testing.T) {
 		tty      bool
 		expected []string
 	}{
-		{"default PATH", nil, nil, false, []string{defaultPathEnv}},
-		{"image PATH replaces the default in place", []string{"PATH=/bin", "A=1"}, nil, false, []string{"PATH=/bin", "A=1"}},
-		{"CRI overrides image by key", []string{"A=1", "B=2"}, []string{"B=3", "C=4"}, false, []string{defaultPathEnv, "A=1", "B=3", "C=4"}},
-		{"CRI PATH wins", []string{"PATH=/bin"}, []string{"PATH=/x"}, false, []string{"PATH=/x"}},
-		{"value with =", nil, []string{"Q=a=b"}, false, []string{defaultPathEnv, "Q=a=b"}},
-		{"tty sets TERM", nil, nil, true, []string{defaultPathEnv, "TERM=xterm"}},
-		{"TERM overridable", []string{"TERM=vt100"}, nil, true, []string{defaultPathEnv, "TERM=vt100"}},
-		{"entry without = unsets", []string{"A=1", "B=2"}, []string{"A"}, false, []string{defaultPathEnv, "B=2"}},
+		{"default PATH and HOSTNAME", nil, nil, false, []string{defaultPathEnv, h}},
+		{"image PATH replaces the default in place", []string{"PATH=/bin", "A=1"}, nil, false, []string{"PATH=/bin", h, "A=1"}},
+		{"CRI overrides image by key", []string{"A=1", "B=2"}, []string{"B=3", "C=4"}, false, []string{defaultPathEnv, h, "A=1", "B=3", "C=4"}},
+		{"CRI PATH wins", []string{"PATH=/bin"}, []string{"PATH=/x"}, false, []string{"PATH=/x", h}},
+		{"value with =", nil, []string{"Q=a=b"}, false, []string{defaultPathEnv, h, "Q=a=b"}},
+		{"tty sets TERM", nil, nil, true, []string{defaultPathEnv, "TERM=xterm", h}},
+		{"TERM overridable", []string{"TERM=vt100"}, nil, true, []string{defaultPathEnv, "TERM=vt100", h}},
+		{"entry without = unsets", []string{"A=1", "B=2"}, []string{"A"}, false, []string{defaultPathEnv, h, "B=2"}},
+		{"image HOSTNAME wins", []string{"HOSTNAME=img"}, nil, false, []string{defaultPathEnv, "HOSTNAME=img"}},
+		{"CRI HOSTNAME wins over image", []string{"HOSTNAME=img"}, []string{"HOSTNAME=cfg"}, false, []string{defaultPathEnv, "HOSTNAME=cfg"}},
+		{"HOSTNAME can be unset", nil, []string{"HOSTNAME"}, false, []string{defaultPathEnv}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := buildEnv(tt.image, tt.cri, tt.tty)
+			got := buildEnv("web-0", tt.image, tt.cri, tt.tty)
 			if !slices.Equal(got, tt.expected) {
 				t.Fatalf("env = %q, want %q", got, tt.expected)
 			}
 		})
+	}
+}
+
+// TestBuildSpecHostnameEnv: the pod's hostname, or the host's when the pod
+// names none (its containers then see the host's name, as with containerd).
+func TestBuildSpecHostnameEnv(t *testing.T) {
+	in := testInput(t)
+	in.Pod.Hostname = "web-0"
+	if env := mustBuild(t, in).Process.Env; !slices.Contains(env, "HOSTNAME=web-0") {
+		t.Fatalf("env %q lacks the pod's hostname", env)
+	}
+	in.Pod.Hostname = ""
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := mustBuild(t, in).Process.Env; !slices.Contains(env, "HOSTNAME="+host) {
+		t.Fatalf("env %q lacks the host's name %q", env, host)
 	}
 }
 
@@ -208,6 +230,7 @@ func TestBuildSpecProcess(t *testing.T) {
 	in.Config.Security.ReadonlyRootfs = true
 	in.Config.Resources.OOMScoreAdj = 999
 	in.Config.Env = []string{"FOO=bar"}
+	in.Pod.Hostname = "pod-host"
 	s := mustBuild(t, in)
 	p := s.Process
 	if !p.Terminal || !p.NoNewPrivileges || p.OOMScoreAdj == nil || *p.OOMScoreAdj != 999 {
@@ -216,7 +239,7 @@ func TestBuildSpecProcess(t *testing.T) {
 	if !slices.Equal(p.Args, []string{"sleep", "inf"}) {
 		t.Fatalf("args = %q", p.Args)
 	}
-	if !slices.Equal(p.Env, []string{"PATH=/bin:/usr/bin", "TERM=xterm", "FOO=bar"}) {
+	if !slices.Equal(p.Env, []string{"PATH=/bin:/usr/bin", "TERM=xterm", "HOSTNAME=pod-host", "FOO=bar"}) {
 		t.Fatalf("env = %q", p.Env)
 	}
 	if len(p.Rlimits) != 0 || p.ApparmorProfile != "" || s.Hostname != "" || s.Hooks != nil {

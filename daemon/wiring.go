@@ -24,6 +24,7 @@ func (p pods) Pod(id string) (container.PodInfo, error) {
 		HostIPC:        ns.IPC == sandbox.ModeNode,
 		HostPID:        ns.PID == sandbox.ModeNode,
 		Privileged:     info.Config.Privileged,
+		Hostname:       info.Config.Hostname,
 		HostnameFile:   p.m.PodFile(info.ID, sandbox.HostnameFile),
 		HostsFile:      p.m.PodFile(info.ID, sandbox.HostsFile),
 		ResolvConfFile: p.m.PodFile(info.ID, sandbox.ResolvConfFile),

@@ -33,10 +33,7 @@ func startPause(p Pause, log *slog.Logger) (*exec.Cmd, error) {
 	for _, kv := range p.Sysctls {
 		args = append(args, "-s", kv)
 	}
-	if u := p.UserNS; u == nil || (idmap.Mapped(u.UIDs, pauseID) && idmap.Mapped(u.GIDs, pauseID)) {
-		// Otherwise it stays the pod's root, without any capability.
-		args = append(args, "-u", fmt.Sprint(pauseID))
-	}
+	args = append(args, pauseIDArgs(p)...)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("pause ready pipe: %w", err)

@@ -30,6 +30,12 @@ type Pause struct {
 	// mappings, and a new network namespace owned by it (NetNSPath is then
 	// empty: the daemon pins the pause's netns afterwards).
 	UserNS *idmap.Mappings `json:"userns,omitempty"`
+	// RunAsUser and RunAsGroup, when set, are the pause's UID and GID
+	// (default: the pause image's 65535, where mapped); Groups are its
+	// supplementary groups (default: none).
+	RunAsUser  *int64  `json:"run_as_user,omitempty"`
+	RunAsGroup *int64  `json:"run_as_group,omitempty"`
+	Groups     []int64 `json:"groups,omitempty"`
 }
 
 // State is what the monitor records in state.json as soon as it knows it,

@@ -75,6 +75,7 @@ type Config struct {
 	Namespaces     Namespaces            `json:"namespaces"`
 	Privileged     bool                  `json:"privileged,omitempty"`
 	RuntimeHandler string                `json:"runtime_handler,omitempty"`
+	Security       Security              `json:"security"`
 }
 
 // key identifies the pod for duplicate-request detection. Each field is

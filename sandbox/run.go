@@ -248,6 +248,9 @@ func (r Record) monitorSpec(m *Manager) monitor.Spec {
 			NewUTS:     ns.Network != ModeNode,
 			NewPID:     ns.PID != ModeNode,
 			CgroupPath: r.CgroupPath,
+			RunAsUser:  r.Config.Security.RunAsUser,
+			RunAsGroup: r.Config.Security.RunAsGroup,
+			Groups:     r.Config.Security.SupplementalGroups,
 		},
 	}
 }

@@ -33,6 +33,9 @@ func validate(cfg *Config) error {
 	if cfg.Privileged && ns.OwnUserNS() {
 		return fmt.Errorf("%w: a privileged pod cannot have its own user namespace", ErrInvalid)
 	}
+	if err := validateSecurity(cfg); err != nil {
+		return err
+	}
 	normalized := make(map[string]string, len(cfg.Sysctls))
 	for k, v := range cfg.Sysctls {
 		name := normalizeSysctl(k)

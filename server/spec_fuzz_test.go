@@ -392,8 +392,8 @@ func checkMounts(fx *specFixture, in *container.SpecInput, mounts []specs.Mount)
 	return nil
 }
 
-// checkConfinement: the default masked and read-only paths and seccomp
-// profile apply unless the request is privileged or opts out.
+// checkConfinement: the requested masked and read-only paths (exactly,
+// as containerd) and seccomp profile apply unless the request is privileged.
 func checkConfinement(in *container.SpecInput, s *specs.Spec) error {
 	sec := &in.Config.Security
 	if sec.Privileged {
@@ -402,11 +402,11 @@ func checkConfinement(in *container.SpecInput, s *specs.Spec) error {
 		}
 		return nil
 	}
-	if sec.MaskedPaths == nil && !slices.Contains(s.Linux.MaskedPaths, "/proc/kcore") {
-		return fmt.Errorf("default masked paths missing: %q", s.Linux.MaskedPaths)
+	if !slices.Equal(sec.MaskedPaths, s.Linux.MaskedPaths) {
+		return fmt.Errorf("masked paths %q, requested %q", s.Linux.MaskedPaths, sec.MaskedPaths)
 	}
-	if sec.ReadonlyPaths == nil && !slices.Contains(s.Linux.ReadonlyPaths, "/proc/sys") {
-		return fmt.Errorf("default read-only paths missing: %q", s.Linux.ReadonlyPaths)
+	if !slices.Equal(sec.ReadonlyPaths, s.Linux.ReadonlyPaths) {
+		return fmt.Errorf("read-only paths %q, requested %q", s.Linux.ReadonlyPaths, sec.ReadonlyPaths)
 	}
 	if sec.Seccomp.Type != container.ProfileUnconfined && s.Linux.Seccomp == nil {
 		return fmt.Errorf("no seccomp profile for type %d", sec.Seccomp.Type)
@@ -459,6 +459,9 @@ func specFuzzSeeds() []specFuzzSeed {
 				SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
 					NamespaceOptions: &runtimeapi.NamespaceOption{},
 					Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
+					// What the kubelet sends for procMount Default.
+					MaskedPaths:   []string{"/proc/kcore", "/proc/keys", "/sys/firmware"},
+					ReadonlyPaths: []string{"/proc/sys", "/proc/sysrq-trigger"},
 				},
 			},
 		}

@@ -22,6 +22,7 @@ func sandboxConfig(c *runtimeapi.PodSandboxConfig, handler string) sandbox.Confi
 		Sysctls:        c.GetLinux().GetSysctls(),
 		Privileged:     c.GetLinux().GetSecurityContext().GetPrivileged(),
 		RuntimeHandler: handler,
+		Security:       sandboxSecurityFromCRI(c.GetLinux().GetSecurityContext()),
 	}
 	if dns := c.GetDnsConfig(); dns != nil {
 		cfg.DNS = &sandbox.DNS{Servers: dns.GetServers(), Searches: dns.GetSearches(), Options: dns.GetOptions()}

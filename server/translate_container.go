@@ -42,6 +42,8 @@ func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
 			SelinuxRelabel:    m.GetSelinuxRelabel(),
 			Image:             m.GetImage().GetImage(),
 			ImageSubPath:      m.GetImageSubPath(),
+			UIDMappings:       idmapsFromCRI(m.GetUidMappings()),
+			GIDMappings:       idmapsFromCRI(m.GetGidMappings()),
 		})
 	}
 	for _, d := range c.GetDevices() {
@@ -90,6 +92,7 @@ func securityFromCRI(s *runtimeapi.LinuxContainerSecurityContext) container.Secu
 		TargetID:                 s.GetNamespaceOptions().GetTargetId(),
 		Network:                  container.NamespaceMode(s.GetNamespaceOptions().GetNetwork()),
 		IPC:                      container.NamespaceMode(s.GetNamespaceOptions().GetIpc()),
+		UserNS:                   containerUserNSFromCRI(s.GetNamespaceOptions().GetUsernsOptions()),
 		RunAsUsername:            s.GetRunAsUsername(),
 		ReadonlyRootfs:           s.GetReadonlyRootfs(),
 		SupplementalGroups:       s.GetSupplementalGroups(),
@@ -191,6 +194,7 @@ func mountsToCRI(ms []container.Mount, ims []container.ImageMount) []*runtimeapi
 			ContainerPath: m.ContainerPath, HostPath: m.HostPath, Readonly: m.Readonly,
 			RecursiveReadOnly: m.RecursiveReadOnly, SelinuxRelabel: m.SelinuxRelabel,
 			Propagation: runtimeapi.MountPropagation(m.Propagation), ImageSubPath: m.ImageSubPath, //nolint:gosec // one of the three CRI propagation values, checked on the way in
+			UidMappings: idmapsToCRI(m.UIDMappings), GidMappings: idmapsToCRI(m.GIDMappings),
 		}
 		if m.Image != "" {
 			cm.Image = &runtimeapi.ImageSpec{Image: m.Image}

@@ -1,7 +1,7 @@
 /*
  * minicri-pause: the process that holds a pod's namespaces.
  *
- *   minicri-pause [-l] [-h hostname] [-s key=value]... [-u id]
+ *   minicri-pause [-l] [-h hostname] [-s key=value]... [-u uid] [-g gid] [-G gid]...
  *
  * It runs inside the pod's network, IPC, UTS (and, when it has its own, PID)
  * namespaces. Before it reports ready it applies the pod's namespaced sysctls
@@ -15,8 +15,9 @@
  *     read-only tmpfs (pivot_root, old root detached): /proc/<pause>/root
  *     shows nothing;
  *   - it closes every fd but fd 3, which it closes once it reported;
- *   - with -u it switches to that uid and gid (the pause image's 65535) and
- *     drops its supplementary groups;
+ *   - it sets its supplementary groups to the -G ones (none by default),
+ *     its gid to -g (else to the -u id) and its uid to -u: the pod's
+ *     run_as_group/run_as_user, else the pause image's 65535;
  *   - it drops every capability (bounding, ambient, permitted, effective,
  *     inheritable), becomes non-dumpable, sets no_new_privs;
  *   - it installs a seccomp filter that allows only what the reaping loop
@@ -120,8 +121,11 @@ static void isolate_root(void)
 		fail("chdir", "/");
 }
 
-/* drop_privileges switches to id (when id >= 0) and drops every capability. */
-static void drop_privileges(long id)
+/*
+ * drop_privileges sets the supplementary groups, switches to gid and uid
+ * (each when >= 0) and drops every capability.
+ */
+static void drop_privileges(long uid, long gid, const gid_t *groups, size_t ngroups)
 {
 	for (int cap = 0; cap < 64; cap++) {
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
@@ -129,14 +133,12 @@ static void drop_privileges(long id)
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
 		fail("clear capabilities", "ambient");
-	if (id >= 0) {
-		if (setgroups(0, NULL) < 0)
-			fail("setgroups", "none");
-		if (setresgid((gid_t)id, (gid_t)id, (gid_t)id) < 0)
-			fail("setresgid", "pause id");
-		if (setresuid((uid_t)id, (uid_t)id, (uid_t)id) < 0)
-			fail("setresuid", "pause id");
-	}
+	if (setgroups(ngroups, groups) < 0)
+		fail("setgroups", "pause groups");
+	if (gid >= 0 && setresgid((gid_t)gid, (gid_t)gid, (gid_t)gid) < 0)
+		fail("setresgid", "pause gid");
+	if (uid >= 0 && setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) < 0)
+		fail("setresuid", "pause uid");
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
 	memset(data, 0, sizeof data);
@@ -222,8 +224,13 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
 	sigaction(SIGCHLD, &sa, NULL);
 
-	long id = -1;
+	long uid = -1, gid = -1;
 	int lock_in = 0;
+	/* At most one group per argument. */
+	gid_t *groups = calloc((size_t)argc, sizeof(gid_t));
+	size_t ngroups = 0;
+	if (!groups)
+		fail("allocate", "groups");
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-s") && i + 1 < argc) {
 			set_sysctl(argv[++i]);
@@ -234,7 +241,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "-l")) {
 			lock_in = 1;
 		} else if (!strcmp(argv[i], "-u") && i + 1 < argc) {
-			id = parse_id(argv[++i]);
+			uid = parse_id(argv[++i]);
+		} else if (!strcmp(argv[i], "-g") && i + 1 < argc) {
+			gid = parse_id(argv[++i]);
+		} else if (!strcmp(argv[i], "-G") && i + 1 < argc) {
+			groups[ngroups++] = (gid_t)parse_id(argv[++i]);
 		} else {
 			errno = EINVAL;
 			fail("argument", argv[i]);
@@ -250,7 +261,9 @@ int main(int argc, char **argv)
 		    syscall(SYS_close_range, READY_FD + 1, ~0U, 0) < 0)
 			fail("close_range", "inherited fds");
 		isolate_root();
-		drop_privileges(id);
+		if (gid < 0)
+			gid = uid; /* -u alone: the same gid, as before -g existed */
+		drop_privileges(uid, gid, groups, ngroups);
 		confine();
 	}
 	if (ready) {
