@@ -44,6 +44,9 @@ func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
 			ImageSubPath:      m.GetImageSubPath(),
 		})
 	}
+	for _, d := range c.GetCDIDevices() {
+		cfg.CDIDevices = append(cfg.CDIDevices, d.GetName())
+	}
 	for _, d := range c.GetDevices() {
 		cfg.Devices = append(cfg.Devices, container.Device{
 			ContainerPath: d.GetContainerPath(), HostPath: d.GetHostPath(), Permissions: d.GetPermissions(),

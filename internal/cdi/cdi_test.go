@@ -43,8 +43,8 @@ func newRegistry(t *testing.T, dirs ...string) *Registry {
 func baseSpec() *oci.Spec {
 	return &oci.Spec{
 		Process: &oci.Process{Env: []string{"PATH=/bin", "KEEP=1"}},
-		Linux: &oci.Linux{Resources: &oci.LinuxResources{Devices: []oci.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}}},
-		Mounts: []oci.Mount{{Destination: "/proc", Type: "proc", Source: "proc"}},
+		Linux:   &oci.Linux{Resources: &oci.LinuxResources{Devices: []oci.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}}},
+		Mounts:  []oci.Mount{{Destination: "/proc", Type: "proc", Source: "proc"}},
 	}
 }
 
