@@ -230,3 +230,29 @@ func TestRequested(t *testing.T) {
 		t.Errorf("nothing asked: %v %v", got, err)
 	}
 }
+
+// In a container with its own user namespace, a device node whose host
+// path differs from its container path becomes a bind mount of the host
+// path (libcontainer would bind the host's node at the container path);
+// its device cgroup rule stays.
+func TestInjectUserNamespaceBindsMovedNodes(t *testing.T) {
+	dir := t.TempDir()
+	writeSpec(t, dir, "gpu.yaml", gpuSpec)
+	r := newRegistry(t, dir)
+	s := baseSpec()
+	s.Linux.Namespaces = []oci.LinuxNamespace{{Type: oci.UserNamespace, Path: "/proc/1/ns/user"}}
+	if err := r.Inject(s, []string{"example.com/gpu=gpu0"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Linux.Devices) != 0 {
+		t.Errorf("devices %+v: the moved node should be a bind mount", s.Linux.Devices)
+	}
+	if !slices.ContainsFunc(s.Mounts, func(m oci.Mount) bool {
+		return m.Destination == "/dev/gpu0" && m.Source == "/nonexistent/gpu0" && m.Type == "bind" && !slices.Contains(m.Options, "nodev")
+	}) {
+		t.Errorf("mounts %+v lack the bind of the device node", s.Mounts)
+	}
+	if rules := s.Linux.Resources.Devices; len(rules) != 2 || !rules[1].Allow || *rules[1].Major != 1 || *rules[1].Minor != 3 {
+		t.Errorf("device cgroup rules %+v", rules)
+	}
+}

@@ -83,6 +83,7 @@ func (r *Registry) Inject(spec *oci.Spec, names []string) error {
 	if err := edits.Apply(spec); err != nil {
 		return fmt.Errorf("%w: inject CDI devices %s: %w", ErrBadSpec, strings.Join(names, ", "), err)
 	}
+	bindMovedNodes(spec, edits.DeviceNodes)
 	return nil
 }
 

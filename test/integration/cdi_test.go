@@ -36,7 +36,11 @@ func newCDIInstance(t *testing.T) *cdiInstance {
 	// one device of the two the runtime's default device cgroup rules do
 	// not allow, so opening it proves the rule CDI adds.
 	for name, dev := range map[string][2]uint32{"null": {1, 3}, "fuse": {10, 229}} {
-		if err := unix.Mknod(filepath.Join(c.host, name), unix.S_IFCHR|0o666, int(unix.Mkdev(dev[0], dev[1]))); err != nil {
+		p := filepath.Join(c.host, name)
+		if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(dev[0], dev[1]))); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, 0o666); err != nil { // past the umask, as /dev/null
 			t.Fatal(err)
 		}
 	}
@@ -221,4 +225,40 @@ func TestCDIBadRequestsFailCleanly(t *testing.T) {
 	c.stopRemove(t, podID)
 	c.stopRemove(t, pod2ID)
 	c.assertNothingLeft(t, map[string]podInfo{podID: podInf, pod2ID: pod2Inf})
+}
+
+// TestCDIDeviceInUserNamespacePod: in a pod with its own user namespace
+// (no mknod there), a CDI device node whose host path is not its container
+// path still shows the right device, usable, allowed by the device cgroup.
+func TestCDIDeviceInUserNamespacePod(t *testing.T) {
+	c := newCDIInstance(t)
+	c.writeSpec(t, "test.json", cdiSpec(cdiDevice("gpu", map[string]any{
+		"env": []string{"CDI_TEST=userns"},
+		"deviceNodes": []map[string]any{
+			{"path": "/dev/cdi-null", "hostPath": filepath.Join(c.host, "null")},
+			{"path": "/dev/cdi-fuse", "hostPath": filepath.Join(c.host, "fuse")},
+		},
+	})))
+	pod := usernsPodConfig("cdiuserns", runtimeapi.NamespaceMode_POD, mapping(0, usernsHostID, 65536))
+	pod.LogDirectory = filepath.Join(c.dir, "logs", pod.Metadata.Name)
+	podID := c.runPod(t, pod)
+	_, podInf := c.status(t, podID)
+	cfg := ctrConfig("cdi", `echo "env=$CDI_TEST"; stat -c "null=%F %t:%T" /dev/cdi-null
+echo x > /dev/cdi-null && echo null-written || echo null-refused
+(exec 3<>/dev/cdi-fuse) && echo fuse-opened || echo fuse-refused
+echo done; sleep 1000`)
+	cfg.CDIDevices = []*runtimeapi.CDIDevice{{Name: "minicri.test/dev=gpu"}}
+	id := c.run(t, podID, pod, cfg)
+	lines := waitLog(t, c.ctrStatus(t, id).LogPath, "done", 10*time.Second)
+	got := map[string]bool{}
+	for _, l := range lines {
+		got[l.content] = true
+	}
+	for _, want := range []string{"env=userns", "null=character special file 1:3", "null-written", "fuse-opened"} {
+		if !got[want] {
+			t.Errorf("container did not print %q; it printed %v", want, lines)
+		}
+	}
+	c.stopRemove(t, podID)
+	c.assertNothingLeft(t, map[string]podInfo{podID: podInf})
 }
