@@ -7,9 +7,17 @@
 # minicri.test/cdidev with the kubelet and answers Allocate with the CDI device name;
 # the pod must see the device node (a /dev/null clone, written to) and the env.
 
-# cdi_device_plugin_check KUBELET_ROOT
+# cdi_device_plugin_check KUBELET_LOG
 cdi_device_plugin_check() {
-	local root=$1 node=$E2E_TMP/cdi-null t0
+	local klog=$1 node=$E2E_TMP/cdi-null t0 dir
+	# The kubelet's registration socket (/var/lib/kubelet/device-plugins/kubelet.sock
+	# whatever its --root-dir), as it logged it.
+	dir=$(grep -o 'Creating device plugin registration server.*socket="[^"]*"' "$klog" | head -n 1 | sed 's/.*socket="//; s/"$//')
+	dir=${dir%/kubelet.sock}
+	if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+		fail "the kubelet logged its device plugin socket" "got '$dir'"
+		return 1
+	fi
 	if ! go build -o "$E2E_TMP/e2e-deviceplugin" ./test/e2e/deviceplugin >"$E2E_TMP/deviceplugin-build.log" 2>&1; then
 		fail "build test/e2e/deviceplugin" "$(tail -n 5 "$E2E_TMP/deviceplugin-build.log")"
 		return 1
@@ -17,7 +25,7 @@ cdi_device_plugin_check() {
 	rm -f "$node"
 	mknod -m 0666 "$node" c 1 3
 	proc_start deviceplugin "$E2E_TMP/deviceplugin.log" "$E2E_TMP/e2e-deviceplugin" \
-		-kubelet-root "$root" -cdi-dir "$E2E_CDI_DIR" -host-node "$node"
+		-plugin-dir "$dir" -cdi-dir "$E2E_CDI_DIR" -host-node "$node"
 	check "device plugin: node capacity minicri.test/cdidev = 1" \
 		wait_for 60 eval '[ "$(kubectl get node "$NODE_NAME" -o "jsonpath={.status.allocatable.minicri\.test/cdidev}")" = 1 ]' || return 1
 	t0=$(e2e_now)

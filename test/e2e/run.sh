@@ -729,7 +729,7 @@ mode_cluster() {
 		wait_for 30 eval "output_has 'about to exit 3' kubectl logs e2e-crash || output_has 'about to exit 3' kubectl logs e2e-crash --previous"
 
 	# A device plugin whose Allocate answers with a CDI device name (cdi.sh).
-	cdi_device_plugin_check "$E2E_TMP/kubelet-cluster/root" || true
+	cdi_device_plugin_check "$KUBELET_LOG" || true
 
 	# kubectl delete removes everything.
 	t0=$(e2e_now)

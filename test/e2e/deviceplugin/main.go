@@ -5,7 +5,7 @@
 // (minicri) must resolve the name from the spec and inject the device node
 // and the environment.
 //
-//	deviceplugin -kubelet-root DIR -cdi-dir DIR -host-node PATH
+//	deviceplugin -plugin-dir DIR -cdi-dir DIR -host-node PATH
 package main
 
 import (
@@ -35,17 +35,19 @@ const (
 )
 
 func main() {
-	kubeletRoot := flag.String("kubelet-root", "", "the kubelet's --root-dir")
+	// The kubelet (1.37) serves kubelet.sock in /var/lib/kubelet/device-plugins
+	// whatever its --root-dir; the suite reads the path from its log.
+	pluginDir := flag.String("plugin-dir", "", "the directory of the kubelet's kubelet.sock")
 	cdiDir := flag.String("cdi-dir", "", "where to write the CDI spec (one of minicri's cdi.spec_dirs)")
 	hostNode := flag.String("host-node", "", "the host device node the CDI device injects")
 	flag.Parse()
-	if *kubeletRoot == "" || *cdiDir == "" || *hostNode == "" {
-		log.Fatal("-kubelet-root, -cdi-dir and -host-node are required")
+	if *pluginDir == "" || *cdiDir == "" || *hostNode == "" {
+		log.Fatal("-plugin-dir, -cdi-dir and -host-node are required")
 	}
 	if err := writeSpec(*cdiDir, *hostNode); err != nil {
 		log.Fatal(err)
 	}
-	dir := filepath.Join(*kubeletRoot, "device-plugins")
+	dir := *pluginDir
 	sock := filepath.Join(dir, socketName)
 	_ = os.Remove(sock)
 	ln, err := net.Listen("unix", sock)
