@@ -34,6 +34,16 @@ type Config struct {
 	Network  Network  `toml:"network"`
 	Registry Registry `toml:"registry"`
 	Stream   Stream   `toml:"stream"`
+	CDI      CDI      `toml:"cdi"`
+}
+
+// CDI configures Container Device Interface devices.
+type CDI struct {
+	// Enable resolves CDI devices (the CRI's cdi_devices, cdi.k8s.io/
+	// container annotations); off, a container asking for one fails.
+	Enable bool `toml:"enable"`
+	// SpecDirs are read in order; a later directory wins a conflict.
+	SpecDirs []string `toml:"spec_dirs"`
 }
 
 // Network configures pod networking.
@@ -104,6 +114,7 @@ func Default() Config {
 			Port:        "0",
 			IdleTimeout: "4h",
 		},
+		CDI: CDI{Enable: true, SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
 	}
 }
 
@@ -149,6 +160,11 @@ func (c Config) Validate() error {
 	case "", "auto", "systemd", "cgroupfs":
 	default:
 		return fmt.Errorf("config: cgroup_driver must be auto, systemd or cgroupfs, got %q", c.CgroupDriver)
+	}
+	for _, d := range c.CDI.SpecDirs {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("config: cdi.spec_dirs must be absolute paths, got %q", d)
+		}
 	}
 	return c.Stream.validate()
 }

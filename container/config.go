@@ -151,6 +151,9 @@ type Config struct {
 	StopSignal  string            `json:"stop_signal,omitempty"` // e.g. "SIGTERM"; empty: the image's, else SIGTERM
 	Resources   Resources         `json:"resources"`
 	Security    Security          `json:"security"`
+
+	// CDIDevices are fully qualified CDI device names (vendor.com/class=name).
+	CDIDevices []string `json:"cdi_devices,omitempty"`
 }
 
 // ImageConfig is what a container takes from its image.

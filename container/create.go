@@ -204,6 +204,9 @@ func (c *creation) buildSpec(context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := c.m.injectCDI(spec, &c.rec.Config); err != nil {
+		return err
+	}
 	c.spec = spec
 	u := spec.Process.User
 	c.rec.User = &User{UID: u.UID, GID: u.GID, Groups: u.AdditionalGids}

@@ -36,6 +36,9 @@ type Options struct {
 	AppArmor AppArmor // nil: the host has none
 	Log      *slog.Logger
 	Events   *events.Broker // lifecycle events; nil: nobody listens
+	// CDI resolves CDI devices into spec edits; nil: CDI is disabled. The
+	// manager closes it.
+	CDI CDI
 }
 
 // Manager owns every container of one minicri instance.
@@ -73,7 +76,14 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 }
 
 // Close stops the manager's background work.
-func (m *Manager) Close() { close(m.done) }
+func (m *Manager) Close() {
+	close(m.done)
+	if m.opts.CDI != nil {
+		if err := m.opts.CDI.Close(); err != nil {
+			m.log.Warn("close CDI registry", "err", err)
+		}
+	}
+}
 
 func (m *Manager) recordsDir() string           { return filepath.Join(m.opts.Root, "containers") }
 func (m *Manager) stateDir() string             { return filepath.Join(m.opts.State, "containers") }

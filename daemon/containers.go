@@ -10,6 +10,7 @@ import (
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/apparmor"
+	"github.com/minicri/minicri/internal/cdi"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/sandbox"
 )
@@ -27,11 +28,22 @@ func newContainers(ctx context.Context, cfg config.Config, images *image.Store, 
 	aa := apparmor.New(apparmor.Options{Dir: filepath.Join(cfg.State, "apparmor"), Log: log})
 	log.Info("AppArmor", "enabled", aa.Enabled(), "default_profile", apparmor.DefaultProfileName)
 	aa.Start()
-	containers, err := container.New(ctx, container.Options{
+	opts := container.Options{
 		Root: cfg.Root, State: cfg.State, Images: images, Pods: pods{sandboxes}, HostCaps: caps,
 		AppArmor: aa, Log: log, Events: bus,
-	})
+	}
+	if cfg.CDI.Enable {
+		reg, err := cdi.New(cfg.CDI.SpecDirs, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.CDI = reg
+	}
+	containers, err := container.New(ctx, opts)
 	if err != nil {
+		if opts.CDI != nil {
+			_ = opts.CDI.Close() // the daemon fails to start anyway
+		}
 		return nil, nil, err
 	}
 	return containers, aa, nil

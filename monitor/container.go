@@ -120,11 +120,14 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 		pid, _ := k.p.Pid()
 		cs.reaper.trackLocked(pid)
 	}
-	done()
 	if err != nil {
+		// Still holding the reaper off: Destroy runs poststop hooks.
 		if derr := c.Destroy(); derr != nil {
 			cs.log.Warn("destroy a container whose create failed", "container", id, "err", derr)
 		}
+	}
+	done()
+	if err != nil {
 		if k.log != nil {
 			_ = k.log.Close() // every failed create would keep its log open; nothing was logged yet
 		}
@@ -412,7 +415,12 @@ func (cs *containers) remove(id string) error {
 	if _, err := k.kill(syscall.SIGKILL, 0); err != nil {
 		return err
 	}
-	if err := k.c.Destroy(); err != nil {
+	// Destroy runs the spec's poststop hooks (CDI's): children of the
+	// monitor that libcontainer waits for, so the reaper must not take them.
+	done := cs.reaper.starting()
+	err = k.c.Destroy()
+	done()
+	if err != nil {
 		return fmt.Errorf("destroy container: %w", err)
 	}
 	if k.log != nil {

@@ -46,6 +46,9 @@ func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
 			GIDMappings:       idmapsFromCRI(m.GetGidMappings()),
 		})
 	}
+	for _, d := range c.GetCDIDevices() {
+		cfg.CDIDevices = append(cfg.CDIDevices, d.GetName())
+	}
 	for _, d := range c.GetDevices() {
 		cfg.Devices = append(cfg.Devices, container.Device{
 			ContainerPath: d.GetContainerPath(), HostPath: d.GetHostPath(), Permissions: d.GetPermissions(),

@@ -57,6 +57,8 @@ E2E_MODE=setup
 . "$E2E_DIR/lib.sh"
 # shellcheck source=test/e2e/certs.sh disable=SC1091
 . "$E2E_DIR/certs.sh"
+# shellcheck source=test/e2e/cdi.sh disable=SC1091
+. "$E2E_DIR/cdi.sh"
 
 [ "$(id -u)" = 0 ] || { echo "e2e: needs root" >&2; exit 1; }
 [ -x "$CRICTL" ] || { echo "e2e: $CRICTL missing: run make deps" >&2; exit 1; }
@@ -353,7 +355,10 @@ POD_BRIDGE=mcri-e2e0
 # A bridge left by an earlier run keeps its old address (and route): start clean.
 ip link del "$POD_BRIDGE" 2>/dev/null || true
 POD_SUBNET=$(pod_subnet) || { echo "e2e: no free 10.180-189.0.0/16 subnet for the pod bridge" >&2; exit 1; }
-INSTANCE_REGISTRY="test" instance_start e2e "$POD_BRIDGE" "$POD_SUBNET" e2 8>&- 9>&-
+# minicri's CDI spec dir, where the suite's device plugin writes its spec (cdi.sh).
+E2E_CDI_DIR=$E2E_TMP/cdi
+mkdir -p "$E2E_CDI_DIR"
+INSTANCE_CDI_DIR=$E2E_CDI_DIR INSTANCE_REGISTRY="test" instance_start e2e "$POD_BRIDGE" "$POD_SUBNET" e2 8>&- 9>&-
 MINICRI_SOCK=$INSTANCE_SOCK
 # Mounts an idle minicri keeps (the shared netns pin dir); anything more later is a leak.
 MINICRI_BASE_MOUNTS=$(mounts_under "$INSTANCE_TMP" | sort)
@@ -723,11 +728,14 @@ mode_cluster() {
 	check "crashing container's output in kubectl logs (current or --previous)" \
 		wait_for 30 eval "output_has 'about to exit 3' kubectl logs e2e-crash || output_has 'about to exit 3' kubectl logs e2e-crash --previous"
 
+	# A device plugin whose Allocate answers with a CDI device name (cdi.sh).
+	cdi_device_plugin_check "$KUBELET_LOG" || true
+
 	# kubectl delete removes everything.
 	t0=$(e2e_now)
 	kubectl delete deployment e2e-deploy --wait=false >/dev/null || true
 	kubectl delete job e2e-job --cascade=foreground --wait=false >/dev/null || true
-	kubectl delete pod e2e-pod e2e-attach e2e-crash --wait=false >/dev/null || true
+	kubectl delete pod e2e-pod e2e-attach e2e-crash e2e-cdi --wait=false --ignore-not-found >/dev/null || true
 	check "all pods gone from the API" \
 		wait_for 180 eval "[ -z \"\$(kubectl get pods -o name)\" ]" || kubectl get pods -o wide >&2 || true
 	if check "kubectl delete: all containers stopped" wait_for 60 eval '[ "$(crictl ps -q | grep -c .)" = 0 ]'; then
@@ -738,6 +746,7 @@ mode_cluster() {
 	fi
 	check "kubectl delete: pod cgroups removed" wait_for 60 no_pod_cgroups
 	check "no leaked netns, mounts, cgroups or processes" leak_check
+	proc_stop deviceplugin 5
 	for i in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
 		check "$i still running" proc_running "$i"
 	done
