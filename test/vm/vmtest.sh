@@ -105,7 +105,7 @@ for s in "${STEPS[@]}"; do
 		failed=1
 		# Go test failures, and critest's failed specs by name (CI shows only the tail).
 		awk '/^--- FAIL|critest: FAIL|^must-pass: /{print; next}
-			/^failed \(/{f=1} /^$/{f=0} f' "$VMTEST_OUT/$name.log" | head -40 | sed 's/^/    /' >>"$summary" || true
+			/^failed \(|^FAIL: /{f=1} /^$/{f=0} f' "$VMTEST_OUT/$name.log" | head -40 | sed 's/^/    /' >>"$summary" || true
 	fi
 done
 echo "--- vmtest summary ($summary)"
