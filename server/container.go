@@ -171,6 +171,7 @@ func containerStatusToCRI(c container.Info) *runtimeapi.ContainerStatus {
 		Mounts:      mountsToCRI(c.Config.Mounts, c.ImageMounts),
 		LogPath:     c.LogPath,
 		Resources:   &runtimeapi.ContainerResources{Linux: resourcesToCRI(c.Config.Resources)},
+		StopSignal:  signalToCRI(c.StopSignal()),
 	}
 	if u := c.User; u != nil {
 		lu := &runtimeapi.LinuxContainerUser{Uid: int64(u.UID), Gid: int64(u.GID)}
