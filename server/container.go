@@ -27,6 +27,7 @@ type Containers interface {
 	ListStats(f container.Filter) []container.Stats
 	PodStats(podID string) (container.PodStats, error)
 	PodMetrics(podID string) (container.PodSample, error)
+	FsInfo() (container.FsUsage, error)
 	UpdateResources(ctx context.Context, id string, r container.Resources) error
 	// Checkpoint writes a KEP-2008 forensic checkpoint archive of a running
 	// container to location; the container keeps running.
