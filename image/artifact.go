@@ -144,7 +144,7 @@ func (p *puller) pullArtifact(ctx context.Context, mb manifestBlob, m *v1.Manife
 	}
 	files, err := artifactFiles(m.Layers)
 	if err != nil {
-		return Image{}, fmt.Errorf("%s: %w", p.ref.String(), err)
+		return Image{}, err
 	}
 	total, err := p.checkArtifactSizes(files)
 	if err != nil {
