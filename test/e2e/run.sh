@@ -19,7 +19,7 @@
 #   E2E_KEEP=1      keep the temp dirs
 #   E2E_PAUSE_ON_FAIL=SECONDS  sleep after a failed check (to look around)
 #   E2E_FEATURE_GATES  kubelet feature gates, "Name=true,Other=false" (default none); with
-#                   EventedPLEG=true the modes also check that the kubelet took the CRI's
+#                   EventedPLEG=true the standalone mode also checks that the kubelet took the CRI's
 #                   event stream and pod statuses (no fallback, no per-container polling):
 #                   `make e2e-evented`
 #   E2E_CGROUP_DRIVER  "" (default: the kubelet takes the driver from minicri, cgroupfs
