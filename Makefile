@@ -46,7 +46,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest test bench clean FORCE
-.PHONY: e2e vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
+.PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
 
@@ -107,6 +107,11 @@ critest: build
 # instance; Kubernetes and etcd are built once and cached (test/e2e/tools.sh).
 e2e: build
 	test/e2e/run.sh
+
+# The kubelet's standalone mode again with EventedPLEG on (minicri's event stream and
+# PodSandboxStatus containers_statuses/timestamp; checks no fallback, no ContainerStatus).
+e2e-evented: build
+	E2E_MODES=standalone E2E_FEATURE_GATES=EventedPLEG=true E2E_OUT=$(CURDIR)/$(OUT)/e2e-evented test/e2e/run.sh
 
 # One phase after the other, each timed; the first failure stops the run.
 define phase

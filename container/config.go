@@ -189,6 +189,9 @@ type PodInfo struct {
 	MonitorDir   string `json:"monitor_dir"`
 	LogDirectory string `json:"log_directory,omitempty"`
 	Ready        bool   `json:"ready"`
+	// OwnCgroup: the pause's parent is the pod's own cgroup (the request
+	// named a cgroup_parent, as the kubelet does), not the shared default.
+	OwnCgroup bool `json:"own_cgroup,omitempty"`
 }
 
 // IDMappings are the UID and GID mappings of a user namespace.

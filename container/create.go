@@ -110,6 +110,9 @@ func (c *creation) acquireImage(context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseArtifact(c.m.opts.Images, img, c.rec.Config.Image, c.rec.ID); err != nil {
+		return err
+	}
 	c.img = img
 	c.rec.ImageID = img.ID
 	c.rec.ImageRef = img.ID

@@ -106,16 +106,11 @@ func (m *Manager) stopLocked(ctx context.Context, c *Container, timeout time.Dur
 
 // stopSignal is the container's stop signal, else the image's, else SIGTERM.
 func (m *Manager) stopSignal(c *Container) syscall.Signal {
-	for _, name := range []string{c.rec.Config.StopSignal, c.rec.ImageStopSignal} {
-		if name == "" {
-			continue
-		}
-		if sig, err := parseSignal(name); err == nil {
-			return sig
-		}
+	sig, bad := effectiveStopSignal(c.rec.Config.StopSignal, c.rec.ImageStopSignal)
+	for _, name := range bad {
 		m.log.Warn("ignoring unknown stop signal", "container", c.ID(), "signal", name)
 	}
-	return syscall.SIGTERM
+	return sig
 }
 
 // killDirectly kills a container whose monitor is gone, through

@@ -456,6 +456,9 @@ func (p *puller) pull(ctx context.Context) (Image, error) {
 	if err != nil {
 		return Image{}, fmt.Errorf("parse manifest %s: %w", mb.digest, err)
 	}
+	if atype := artifactTypeOf(m); atype != "" {
+		return p.pullArtifact(ctx, mb, m, atype, blobs, topDigest)
+	}
 	if err := p.s.checkLayers(len(m.Layers)); err != nil {
 		return Image{}, err
 	}
