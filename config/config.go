@@ -34,6 +34,8 @@ type Config struct {
 	Network  Network  `toml:"network"`
 	Registry Registry `toml:"registry"`
 	Stream   Stream   `toml:"stream"`
+	// Runtimes are the RuntimeClass handlers besides the built-in "".
+	Runtimes map[string]Runtime `toml:"runtimes,omitempty"`
 }
 
 // Network configures pod networking.
@@ -149,6 +151,9 @@ func (c Config) Validate() error {
 	case "", "auto", "systemd", "cgroupfs":
 	default:
 		return fmt.Errorf("config: cgroup_driver must be auto, systemd or cgroupfs, got %q", c.CgroupDriver)
+	}
+	if err := c.validateRuntimes(); err != nil {
+		return err
 	}
 	return c.Stream.validate()
 }
