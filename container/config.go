@@ -171,6 +171,8 @@ type PodInfo struct {
 	MonitorDir   string `json:"monitor_dir"`
 	LogDirectory string `json:"log_directory,omitempty"`
 	Ready        bool   `json:"ready"`
+	// RuntimeHandler is the pod's RuntimeClass handler ("": built-in).
+	RuntimeHandler string `json:"runtime_handler,omitempty"`
 }
 
 // IDMappings are the UID and GID mappings of a user namespace.

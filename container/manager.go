@@ -36,6 +36,7 @@ type Options struct {
 	AppArmor AppArmor // nil: the host has none
 	Log      *slog.Logger
 	Events   *events.Broker // lifecycle events; nil: nobody listens
+	Runtimes Runtimes       // RuntimeClass handlers; nil: only the built-in ""
 }
 
 // Manager owns every container of one minicri instance.
