@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -159,23 +160,37 @@ func (p *binProcess) Console() (*os.File, error) {
 	return m, nil
 }
 
-// Kill kills the exec'd process (named by its pid file while the runtime,
-// its parent, still waits for it, so the PID cannot have been reused), or
-// the runtime itself before it wrote the file.
+// pidFileWait bounds how long Kill waits for the runtime to name the
+// process: it writes the pid file just after the process started.
+const pidFileWait = 5 * time.Second
+
+// Kill kills the exec'd process, named by the pid file while the runtime,
+// its parent, still waits for it (so the PID cannot have been reused). The
+// runtime writes the file a little after the process starts: Kill waits for
+// it. Killing the runtime instead would orphan the process.
 func (p *binProcess) Kill() error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	if data, err := os.ReadFile(p.pidFile()); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
-			if err := unix.Kill(pid, unix.SIGKILL); err == nil || errors.Is(err, unix.ESRCH) {
-				return nil
-			}
+	deadline := time.Now().Add(pidFileWait)
+	for {
+		select {
+		case <-p.done:
+			return nil
+		default:
 		}
+		if data, err := os.ReadFile(p.pidFile()); err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+			if err != nil || pid <= 0 {
+				return fmt.Errorf("exec: bad pid file %q", data)
+			}
+			if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("exec: kill %d: %w", pid, err)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return p.cmd.Process.Kill() // the runtime is stuck before starting the process
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return p.cmd.Process.Kill()
 }
 
 func (p *binProcess) Wait() (*os.ProcessState, error) {
