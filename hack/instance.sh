@@ -23,6 +23,7 @@
 #                      image): serve the offline images of test/registry on a free
 #                      loopback port and point minicri's registry mirrors at it
 #   INSTANCE_REGISTRY_BIN  a prebuilt test/registry binary (default: built into _output/bin)
+#   INSTANCE_CONFIG_EXTRA  TOML appended to the instance's config.toml (e.g. [runtimes.runc])
 # Outputs (set by instance_start):
 #   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
 #   INSTANCE_BRIDGE (deleted by instance_stop)
@@ -101,6 +102,7 @@ instance_start() {
 		[registry]
 		config_path = "$INSTANCE_TMP/certs.d"
 	EOF
+	[ -z "${INSTANCE_CONFIG_EXTRA:-}" ] || printf '\n%s\n' "$INSTANCE_CONFIG_EXTRA" >>"$INSTANCE_TMP/config.toml"
 
 	local flags=(--config "$INSTANCE_TMP/config.toml" --listen "$INSTANCE_ENDPOINT"
 		--root "$INSTANCE_TMP/root" --state "$INSTANCE_TMP/state" --log-level debug)
