@@ -113,7 +113,7 @@ func (b *Binary) Create(id, bundle string, spec *specs.Spec, io Stdio) (Containe
 		if err != nil {
 			return nil, fmt.Errorf("console socket: %w", err)
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		sock := filepath.Join(dir, "s")
 		if ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"}); err != nil {
 			return nil, fmt.Errorf("console socket: %w", err)

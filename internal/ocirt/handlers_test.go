@@ -65,8 +65,8 @@ func TestHandlers(t *testing.T) {
 func TestRunErrorClassifiesRuncMessages(t *testing.T) {
 	cmd := exec.Command("/usr/sbin/runc", "--root", "/x", "kill", "id", "9")
 	for msg, want := range map[string]error{
-		"container not running":                   ErrNotRunning,
-		`container "abc" does not exist`:          ErrNotExist,
+		"container not running":                    ErrNotRunning,
+		`container "abc" does not exist`:           ErrNotExist,
 		"time=... level=error msg=\"exec failed\"": nil,
 	} {
 		err := runError(cmd, errors.New("exit status 1"), msg)

@@ -38,7 +38,7 @@ type instance struct {
 	confDir          string
 	binDirs          []string
 	noDefaultNetwork bool
-	registry         bool // mirrors point at the test registry (withRegistry)
+	registry         bool   // mirrors point at the test registry (withRegistry)
 	handler          string // RuntimeClass handler of every pod (runtimeclass_test.go)
 	cmd              *exec.Cmd
 	conn             *grpc.ClientConn
