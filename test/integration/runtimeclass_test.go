@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/client-go/tools/remotecommand"
 )
 
 // runcPath is Debian's runc (hack/deps.sh installs it), configured in every
@@ -157,6 +160,10 @@ func TestRuncHandlerRunsContainersThroughRunc(t *testing.T) {
 	if err != nil || string(res.Stdout) != "o\n" || string(res.Stderr) != "e\n" || res.ExitCode != 5 {
 		t.Fatalf("ExecSync: %v %v", res, err)
 	}
+	_, err = i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: filepath.Join(t.TempDir(), "c.tar")})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "built-in runtime") {
+		t.Fatalf("checkpoint of a runc-handler container: %v; want FailedPrecondition", err)
+	}
 	stats, err := i.rt.ContainerStats(ctx(t), &runtimeapi.ContainerStatsRequest{ContainerId: id})
 	if err != nil || stats.Stats.GetMemory().GetWorkingSetBytes().GetValue() == 0 && stats.Stats.GetMemory().GetUsageBytes().GetValue() == 0 {
 		t.Fatalf("stats from the container's cgroup: %v %v", stats, err)
@@ -220,6 +227,48 @@ func TestRuncHandler(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(handlerEnv, "runc")
 			test(t)
+		})
+	}
+}
+
+// TestTTYContainerOnEveryHandler: a TTY container's terminal (from the
+// runtime's console socket) is logged and attachable, on each handler.
+func TestTTYContainerOnEveryHandler(t *testing.T) {
+	needRunc(t)
+	for _, handler := range []string{"", "runc"} {
+		t.Run("handler="+handler, func(t *testing.T) {
+			i := newInstance(t, withRegistry(), func(i *instance) { i.handler = handler })
+			i.pull(t, busybox)
+			podID, pod := i.podWithLogs(t, "tty")
+			cfg := ctrConfig("tty", `tty; while read l; do echo "got $l"; done`)
+			cfg.Tty, cfg.Stdin = true, true
+			id := i.run(t, podID, pod, cfg)
+			path := i.ctrStatus(t, id).LogPath
+			waitLogContains(t, path, "/dev/pts/", 5*time.Second)
+			resp, err := i.rt.Attach(ctx(t), &runtimeapi.AttachRequest{ContainerId: id, Stdin: true, Stdout: true, Tty: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inR, inW := io.Pipe()
+			out := &notifyBuffer{want: "got hello", seen: make(chan struct{})}
+			c, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go executor(t, "spdy", resp.Url).StreamWithContext(c, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Tty: true})
+			time.Sleep(300 * time.Millisecond)
+			fmt.Fprint(inW, "hello\r")
+			select {
+			case <-out.seen:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("attached terminal: no echo; got %q", out.String())
+			}
+			waitLogContains(t, path, "got hello", 5*time.Second)
+			cancel()
+			if _, err := i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 2}); err != nil {
+				t.Fatal(err)
+			}
+			_, podInf := i.status(t, podID)
+			i.stopRemove(t, podID)
+			i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
 		})
 	}
 }
