@@ -165,10 +165,10 @@ func (k *ctr) start(rt ocirt.Runtime, spec *specs.Spec, req *CreateRequest) (err
 			return err
 		}
 	}
-	io := ocirt.Stdio{TTY: req.TTY}
+	stdio := ocirt.Stdio{TTY: req.TTY}
 	var parentEnds []*os.File
 	defer func() {
-		for _, f := range []*os.File{io.Stdin, io.Stdout, io.Stderr} {
+		for _, f := range []*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr} {
 			if f != nil {
 				f.Close()
 			}
@@ -181,24 +181,24 @@ func (k *ctr) start(rt ocirt.Runtime, spec *specs.Spec, req *CreateRequest) (err
 	}()
 	var stdoutR, stderrR *os.File
 	if !req.TTY {
-		if stdoutR, io.Stdout, err = os.Pipe(); err != nil {
+		if stdoutR, stdio.Stdout, err = os.Pipe(); err != nil {
 			return err
 		}
 		parentEnds = append(parentEnds, stdoutR)
-		if stderrR, io.Stderr, err = os.Pipe(); err != nil {
+		if stderrR, stdio.Stderr, err = os.Pipe(); err != nil {
 			return err
 		}
 		parentEnds = append(parentEnds, stderrR)
 		if req.Stdin {
 			var w *os.File
-			if io.Stdin, w, err = os.Pipe(); err != nil {
+			if stdio.Stdin, w, err = os.Pipe(); err != nil {
 				return err
 			}
 			parentEnds = append(parentEnds, w)
 			k.stdin = w
 		}
 	}
-	if k.c, err = rt.Create(k.id, req.Bundle, spec, io); err != nil {
+	if k.c, err = rt.Create(k.id, req.Bundle, spec, stdio); err != nil {
 		k.stdin = nil
 		return err
 	}
