@@ -256,6 +256,11 @@ func (c *creation) callCreate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if rt != nil && resp.Container.Runtime != rt.Path {
+		// A monitor started before runtime handlers ran it with libcontainer.
+		return fmt.Errorf("%w: the monitor of pod %s cannot run runtime handler %q: recreate the pod",
+			ErrFailedPrecondition, c.pod.ID, c.rec.RuntimeHandler)
+	}
 	ref, err := proc.RefOf(resp.Container.PID)
 	if err != nil {
 		return fmt.Errorf("container init %d: %w", resp.Container.PID, err)

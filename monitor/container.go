@@ -32,6 +32,8 @@ type ctr struct {
 	dir    string
 	reaper *reaper
 	c      ocirt.Container
+	// runtime is the OCI runtime binary ("": the built-in libcontainer).
+	runtime string
 	log    *crilog.File // nil without a log path
 	tty    *os.File     // the PTY master, for TTY containers
 
@@ -56,7 +58,7 @@ type ctr struct {
 func (k *ctr) info() *ContainerInfo {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return &ContainerInfo{PID: k.c.PID(), StartedAt: k.startedAt, Exit: k.exit}
+	return &ContainerInfo{PID: k.c.PID(), StartedAt: k.startedAt, Exit: k.exit, Runtime: k.runtime}
 }
 
 // containers is the monitor's table of containers.
@@ -100,6 +102,9 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 		}
 	}
 	k := &ctr{id: id, dir: req.Dir, exited: make(chan struct{}), reaper: cs.reaper}
+	if req.Runtime != nil {
+		k.runtime = req.Runtime.Path
+	}
 	// The runtime waits for its own helper processes while it starts.
 	done := cs.reaper.starting()
 	err = k.start(cs.runtime(req), spec, req)

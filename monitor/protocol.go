@@ -88,6 +88,9 @@ type ContainerInfo struct {
 	PID       int       `json:"pid"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	Exit      *Exit     `json:"exit,omitempty"`
+	// Runtime is the OCI runtime binary that runs the container ("": the
+	// built-in one). A monitor older than runtime handlers never sets it.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // Exit records how a container's init ended. The monitor writes it to
