@@ -34,8 +34,8 @@ type ctr struct {
 	c      ocirt.Container
 	// runtime is the OCI runtime binary ("": the built-in libcontainer).
 	runtime string
-	log    *crilog.File // nil without a log path
-	tty    *os.File     // the PTY master, for TTY containers
+	log     *crilog.File // nil without a log path
+	tty     *os.File     // the PTY master, for TTY containers
 
 	stdinMu   sync.Mutex
 	stdin     io.WriteCloser // nil unless the container has stdin (or it was closed)
