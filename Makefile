@@ -102,6 +102,9 @@ critest: build
 	@echo "critest: the Streaming specs again over WebSocket (v5 remotecommand, tunneled port-forward)"
 	CRITEST_FOCUS='Streaming' CRITEST_SKIP= CRITEST_OUT=$(CURDIR)/$(OUT)/critest-websocket \
 	CRITEST_ARGS='-websocket-exec -websocket-attach -websocket-portforward' test/critest/run.sh
+	@echo "critest: every pod on the runc RuntimeClass handler (Debian's runc binary; the image specs do not depend on it)"
+	CRITEST_RUNTIME_HANDLER=runc CRITEST_FOCUS= CRITEST_SKIP='Image Manager' CRITEST_OUT=$(CURDIR)/$(OUT)/critest-runc \
+	test/critest/run.sh
 
 # A stock kubelet (standalone, then with a control plane) drives a private minicri
 # instance; Kubernetes and etcd are built once and cached (test/e2e/tools.sh).

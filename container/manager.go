@@ -39,6 +39,7 @@ type Options struct {
 	// CDI resolves CDI devices into spec edits; nil: CDI is disabled. The
 	// manager closes it.
 	CDI CDI
+	Runtimes Runtimes       // RuntimeClass handlers; nil: only the built-in ""
 }
 
 // Manager owns every container of one minicri instance.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/opencontainers/cgroups"
-	"github.com/opencontainers/runc/libcontainer"
 
 	"github.com/minicri/minicri/internal/cgdriver"
 )
@@ -99,9 +98,9 @@ func (m *Manager) ListStats(f Filter) []Stats {
 
 func (m *Manager) stats(c *Container) (Stats, error) {
 	s := Stats{Info: m.info(c)}
-	if lc, err := libcontainer.Load(m.runcRoot(), c.ID()); err == nil {
-		if st, err := lc.Stats(); err == nil && st.CgroupStats != nil {
-			s.Usage = usageOf(st.CgroupStats)
+	if h, err := m.loadOf(c); err == nil {
+		if st, err := h.Stats(); err == nil {
+			s.Usage = usageOf(st)
 		}
 	}
 	if s.Timestamp.IsZero() {

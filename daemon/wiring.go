@@ -36,6 +36,7 @@ func (p pods) Pod(id string) (container.PodInfo, error) {
 		LogDirectory:   info.Config.LogDirectory,
 		Ready:          info.Ready,
 		UserNS:         podUserNS(ns),
+		RuntimeHandler: info.Config.RuntimeHandler,
 	}, nil
 }
 
