@@ -2,7 +2,8 @@
 # everything that needs tools depends on `deps` (fast when already done).
 #
 #   make run          build, install what is missing, run minicri in the foreground
-#   make test         vet + lint + unit + fuzz + integration + critest + e2e + vmtest-ci, stops at the first failure
+#   make test         vet + lint + unit + fuzz + integration + critest + e2e + e2e-evented + vmtest-ci,
+#                     stops at the first failure
 #   make lint         golangci-lint (.golangci.yml): govet staticcheck errcheck gosec ineffassign unused
 #   make fuzz         every Go fuzz target for FUZZTIME each (hack/fuzz.sh)
 #   make critest      critest v1.37.0 against a private minicri instance
@@ -134,6 +135,7 @@ test: deps
 	$(call phase,integration)
 	$(call phase,critest)
 	$(call phase,e2e)
+	$(call phase,e2e-evented)
 	$(call phase,vmtest-ci)
 
 # ---- VM lab (test/vm) ------------------------------------------------------
