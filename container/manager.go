@@ -36,6 +36,7 @@ type Options struct {
 	AppArmor AppArmor // nil: the host has none
 	Log      *slog.Logger
 	Events   *events.Broker // lifecycle events; nil: nobody listens
+	Hooks    Hooks          // NRI; nil: none
 }
 
 // Manager owns every container of one minicri instance.
@@ -58,6 +59,9 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	}
 	if opts.Events == nil {
 		opts.Events = events.NewBroker()
+	}
+	if opts.Hooks == nil {
+		opts.Hooks = noHooks{}
 	}
 	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames(), rates: &rates{last: map[string]Usage{}},
 		events: opts.Events, done: make(chan struct{}),

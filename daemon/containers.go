@@ -19,7 +19,7 @@ import (
 // loading in the background (the first RuntimeDefault container waits
 // for it; a daemon restart finds it loaded).
 func newContainers(ctx context.Context, cfg config.Config, images *image.Store, sandboxes *sandbox.Manager,
-	bus *events.Broker, log *slog.Logger) (*container.Manager, *apparmor.Host, error) {
+	bus *events.Broker, hooks container.Hooks, log *slog.Logger) (*container.Manager, *apparmor.Host, error) {
 	caps, err := container.HostCapabilities()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read own capabilities: %w", err)
@@ -29,7 +29,7 @@ func newContainers(ctx context.Context, cfg config.Config, images *image.Store, 
 	aa.Start()
 	containers, err := container.New(ctx, container.Options{
 		Root: cfg.Root, State: cfg.State, Images: images, Pods: pods{sandboxes}, HostCaps: caps,
-		AppArmor: aa, Log: log, Events: bus,
+		AppArmor: aa, Log: log, Events: bus, Hooks: hooks,
 	})
 	if err != nil {
 		return nil, nil, err

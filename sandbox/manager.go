@@ -43,6 +43,7 @@ type Options struct {
 	Containers   Containers
 	Log          *slog.Logger
 	Events       *events.Broker // lifecycle events; nil: nobody listens
+	Hooks        Hooks          // NRI; nil: none
 }
 
 // Manager owns every sandbox of one minicri instance.
@@ -62,6 +63,9 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	}
 	if opts.Events == nil {
 		opts.Events = events.NewBroker()
+	}
+	if opts.Hooks == nil {
+		opts.Hooks = noHooks{}
 	}
 	m := &Manager{opts: opts, log: opts.Log, store: newStore(), inflight: newInflight()}
 	// A pod's directories hold the files its containers bind and may write
