@@ -24,7 +24,7 @@
 #                      loopback port and point minicri's registry mirrors at it
 #   INSTANCE_REGISTRY_BIN  a prebuilt test/registry binary (default: built into _output/bin)
 # Outputs (set by instance_start):
-#   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
+#   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_NRI_SOCK INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
 #   INSTANCE_BRIDGE (deleted by instance_stop)
 
 INSTANCE_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -80,6 +80,7 @@ instance_start() {
 	INSTANCE_SOCK=$INSTANCE_TMP/minicri.sock
 	INSTANCE_ENDPOINT=unix://$INSTANCE_SOCK
 	INSTANCE_LOG=$INSTANCE_TMP/minicri.log
+	INSTANCE_NRI_SOCK=$INSTANCE_TMP/state/nri/nri.sock
 	INSTANCE_CGROUP=/minicri-$name
 	mkdir -p "$INSTANCE_TMP/net.d" "$INSTANCE_TMP/root" "$INSTANCE_TMP/state"
 	# Empty crictl/critest client config: endpoints come from flags; also silences the
@@ -100,6 +101,12 @@ instance_start() {
 
 		[registry]
 		config_path = "$INSTANCE_TMP/certs.d"
+
+		# Its own NRI socket (never the host's /var/run/nri/nri.sock) and no plugin dir.
+		[nri]
+		socket_path = "$INSTANCE_NRI_SOCK"
+		plugin_path = "$INSTANCE_TMP/nri/plugins"
+		plugin_config_path = "$INSTANCE_TMP/nri/conf.d"
 	EOF
 
 	local flags=(--config "$INSTANCE_TMP/config.toml" --listen "$INSTANCE_ENDPOINT"

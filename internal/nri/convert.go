@@ -98,7 +98,9 @@ func fromSpec(c *api.Container, spec *specs.Spec) {
 		c.Linux.Resources = api.FromOCILinuxResources(l.Resources, spec.Annotations)
 		c.Linux.CgroupsPath = l.CgroupsPath
 		c.Linux.Sysctl = l.Sysctl
-		c.Linux.SeccompPolicy = api.FromOCILinuxSeccomp(l.Seccomp)
+		if l.Seccomp != nil {
+			c.Linux.SeccompPolicy = api.FromOCILinuxSeccomp(l.Seccomp)
+		}
 	}
 }
 
