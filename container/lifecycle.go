@@ -34,8 +34,10 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.opts.Hooks.StartContainer(ctx, m.infoOf(c)); err != nil {
-		return fmt.Errorf("start container %s: %w", c.ID(), err)
+	if m.opts.Hooks.Active() {
+		if err := m.opts.Hooks.StartContainer(ctx, m.infoOf(c)); err != nil {
+			return fmt.Errorf("start container %s: %w", c.ID(), err)
+		}
 	}
 	resp, err := monitor.Call(ctx, monitor.SocketPath(pod.MonitorDir), monitor.Request{Op: monitor.OpStart, ID: c.ID()})
 	if err != nil {
