@@ -74,12 +74,16 @@ func (m *Manager) updateSpecResources(ctx context.Context, id string, edit func(
 	if err := atomicfile.Write(filepath.Join(m.BundleDir(c.ID()), "config.json"), data, 0o600); err != nil {
 		return err
 	}
-	if cri != nil {
-		if _, err = c.update(func(s Status) Status { s.Resources = cri; return s }); err != nil {
-			return err
-		}
+	m.log.Info("container resources updated", "container", c.ID(), "by_nri", cri == nil)
+	if cri == nil {
+		// A plugin's own update: no PostUpdateContainer (the plugin may be
+		// waiting for this inside one of its event handlers, which hold
+		// NRI's event lock).
+		return nil
 	}
-	m.log.Info("container resources updated", "container", c.ID())
+	if _, err = c.update(func(s Status) Status { s.Resources = cri; return s }); err != nil {
+		return err
+	}
 	if m.opts.Hooks.Active() {
 		m.opts.Hooks.PostUpdateContainer(ctx, m.infoOf(c))
 	}
