@@ -26,6 +26,7 @@ type nriPlugin struct {
 	mountSrc   string
 	failRun    atomic.Bool
 	failCreate atomic.Bool
+	podMemory  atomic.Int64 // the memory limit UpdatePodSandbox last passed
 	synced     chan struct{}
 	syncOnce   sync.Once
 
@@ -100,6 +101,38 @@ func (p *nriPlugin) CreateContainer(_ context.Context, _ *api.PodSandbox, ctr *a
 	return adj, nil, nil
 }
 
+func (p *nriPlugin) PostCreateContainer(_ context.Context, _ *api.PodSandbox, ctr *api.Container) error {
+	p.record("PostCreateContainer", ctr.GetId())
+	return nil
+}
+
+func (p *nriPlugin) PostStartContainer(_ context.Context, _ *api.PodSandbox, ctr *api.Container) error {
+	p.record("PostStartContainer", ctr.GetId())
+	return nil
+}
+
+// UpdateContainer raises a 256 MiB memory limit to 300 MiB.
+func (p *nriPlugin) UpdateContainer(_ context.Context, _ *api.PodSandbox, ctr *api.Container, r *api.LinuxResources) ([]*api.ContainerUpdate, error) {
+	p.record("UpdateContainer", ctr.GetId())
+	if r.GetMemory().GetLimit().GetValue() != 256<<20 {
+		return nil, nil
+	}
+	u := &api.ContainerUpdate{ContainerId: ctr.GetId(), Linux: &api.LinuxContainerUpdate{}}
+	u.SetLinuxMemoryLimit(300 << 20)
+	return []*api.ContainerUpdate{u}, nil
+}
+
+func (p *nriPlugin) PostUpdateContainer(_ context.Context, _ *api.PodSandbox, ctr *api.Container) error {
+	p.record("PostUpdateContainer", ctr.GetId())
+	return nil
+}
+
+func (p *nriPlugin) UpdatePodSandbox(_ context.Context, pod *api.PodSandbox, _, res *api.LinuxResources) error {
+	p.record("UpdatePodSandbox", pod.GetId())
+	p.podMemory.Store(res.GetMemory().GetLimit().GetValue())
+	return nil
+}
+
 func (p *nriPlugin) StartContainer(_ context.Context, _ *api.PodSandbox, ctr *api.Container) error {
 	p.record("StartContainer", ctr.GetId())
 	return nil
@@ -161,6 +194,29 @@ func waitEvents(t *testing.T, p *nriPlugin, id string, want ...string) {
 	}
 }
 
+// waitSubsequence waits until the plugin has seen want for id in that
+// order, maybe with other events between.
+func waitSubsequence(t *testing.T, p *nriPlugin, id string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := p.eventsOf(id)
+		rest := want
+		for _, e := range got {
+			if len(rest) > 0 && e == rest[0] {
+				rest = rest[1:]
+			}
+		}
+		if len(rest) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("NRI events of %s = %v, want %v in that order", id, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // A plugin adjusts a container (env, annotation, mount, rlimit): the
 // container runs with them; it sees every event of the pod and the
 // container in order, an exit included.
@@ -181,14 +237,24 @@ func TestNRIAdjustsContainerAndSeesEveryEvent(t *testing.T) {
 		t.Fatalf("annotation not in the spec: %v", spec.Annotations)
 	}
 
-	// UpdateContainerResources goes through the plugin.
+	// UpdateContainerResources goes through the plugin, which may change
+	// the resources (256 MiB becomes 300 MiB).
 	if _, err := i.rt.UpdateContainerResources(ctx(t), &runtimeapi.UpdateContainerResourcesRequest{
 		ContainerId: id, Linux: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 256 << 20},
 	}); err != nil {
 		t.Fatalf("UpdateContainerResources with a plugin connected: %v", err)
 	}
-	if got := memoryLimit(t, spec.Linux.CgroupsPath); got != "268435456" {
-		t.Fatalf("memory limit after UpdateContainerResources = %s", got)
+	if got := memoryLimit(t, spec.Linux.CgroupsPath); got != "314572800" {
+		t.Fatalf("memory limit after UpdateContainerResources = %s, want the plugin's 300 MiB", got)
+	}
+	// UpdatePodSandboxResources reaches the plugin.
+	if _, err := i.rt.UpdatePodSandboxResources(ctx(t), &runtimeapi.UpdatePodSandboxResourcesRequest{
+		PodSandboxId: podID, Resources: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 512 << 20},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.podMemory.Load(); got != 512<<20 {
+		t.Fatalf("UpdatePodSandbox passed memory limit %d", got)
 	}
 	// An unsolicited update from the plugin reaches the cgroup and the spec,
 	// and leaves the other limits as they were.
@@ -208,15 +274,16 @@ func TestNRIAdjustsContainerAndSeesEveryEvent(t *testing.T) {
 	if st := i.waitExited(t, exited, 10*time.Second); st.ExitCode != 3 {
 		t.Fatalf("exit code %d", st.ExitCode)
 	}
-	waitEvents(t, p, exited, "CreateContainer", "StartContainer", "StopContainer")
+	waitSubsequence(t, p, exited, "CreateContainer", "PostCreateContainer", "StartContainer", "StopContainer")
 	if _, err := i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: exited}); err != nil {
 		t.Fatal(err)
 	}
-	waitEvents(t, p, exited, "CreateContainer", "StartContainer", "StopContainer", "RemoveContainer")
+	waitSubsequence(t, p, exited, "CreateContainer", "PostCreateContainer", "StartContainer", "StopContainer", "RemoveContainer")
 
 	i.stopRemove(t, podID)
-	waitEvents(t, p, id, "CreateContainer", "StartContainer", "StopContainer", "RemoveContainer")
-	waitEvents(t, p, podID, "RunPodSandbox", "StopPodSandbox", "RemovePodSandbox")
+	waitEvents(t, p, id, "CreateContainer", "PostCreateContainer", "StartContainer", "PostStartContainer",
+		"UpdateContainer", "PostUpdateContainer", "StopContainer", "RemoveContainer")
+	waitEvents(t, p, podID, "RunPodSandbox", "UpdatePodSandbox", "StopPodSandbox", "RemovePodSandbox")
 	i.assertCtrGone(t, id)
 	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
 }
