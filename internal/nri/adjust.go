@@ -16,14 +16,16 @@ var errUnsupported = errors.New("not supported by minicri")
 // before it is created: annotations, env, args, mounts, OCI hooks, devices,
 // resources, rlimits, OOM score, I/O priority, scheduler, cgroup path,
 // namespaces, sysctls, seccomp policy, memory policy, net devices and RDT
-// as libcontainer applies them. What minicri cannot honour (CDI devices
-// and block I/O or RDT classes, which name host-side configuration
-// minicri has none of) fails the creation rather than being dropped.
-func adjustSpec(spec *specs.Spec, adj *api.ContainerAdjustment) error {
+// as libcontainer applies them, then CDI devices through injectCDI (the
+// container manager's CDI registry, as for the CRI's cdi_devices). What
+// minicri cannot honour (block I/O or RDT classes, which name host-side
+// configuration minicri has none of) fails the creation rather than being
+// dropped.
+func adjustSpec(spec *specs.Spec, adj *api.ContainerAdjustment, injectCDI func(*specs.Spec, []string) error) error {
 	if adj == nil {
 		return nil
 	}
-	if err := checkSupported(adj); err != nil {
+	if err := checkSupported(adj, injectCDI != nil); err != nil {
 		return err
 	}
 	if spec.Process == nil {
@@ -33,11 +35,20 @@ func adjustSpec(spec *specs.Spec, adj *api.ContainerAdjustment) error {
 		return fmt.Errorf("nri adjustment: %w", err)
 	}
 	spec.Process.Rlimits = lastRlimits(spec.Process.Rlimits)
+	if devs := adj.GetCDIDevices(); len(devs) > 0 {
+		names := make([]string, len(devs))
+		for i, d := range devs {
+			names[i] = d.GetName()
+		}
+		if err := injectCDI(spec, names); err != nil {
+			return fmt.Errorf("nri adjustment: %w", err)
+		}
+	}
 	return nil
 }
 
-func checkSupported(adj *api.ContainerAdjustment) error {
-	if len(adj.GetCDIDevices()) > 0 {
+func checkSupported(adj *api.ContainerAdjustment, cdi bool) error {
+	if len(adj.GetCDIDevices()) > 0 && !cdi {
 		return fmt.Errorf("nri adjustment: CDI devices %v: %w", adj.GetCDIDevices(), errUnsupported)
 	}
 	r := adj.GetLinux().GetResources()

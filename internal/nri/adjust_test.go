@@ -57,7 +57,7 @@ func TestAdjustSpec(t *testing.T) {
 	adj.SetLinuxOomScoreAdj(&score)
 	adj.SetLinuxCgroupsPath("/plugin/abc")
 	adj.SetArgs([]string{"/bin/app", "--flag"})
-	if err := adjustSpec(spec, adj); err != nil {
+	if err := adjustSpec(spec, adj, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -109,10 +109,10 @@ func TestAdjustSpec(t *testing.T) {
 
 func TestAdjustSpecNil(t *testing.T) {
 	spec, want := baseSpec(), baseSpec()
-	if err := adjustSpec(spec, nil); err != nil || !reflect.DeepEqual(spec, want) {
+	if err := adjustSpec(spec, nil, nil); err != nil || !reflect.DeepEqual(spec, want) {
 		t.Fatalf("a nil adjustment changed the spec (%v)", err)
 	}
-	if err := adjustSpec(spec, &api.ContainerAdjustment{}); err != nil || !reflect.DeepEqual(spec, want) {
+	if err := adjustSpec(spec, &api.ContainerAdjustment{}, nil); err != nil || !reflect.DeepEqual(spec, want) {
 		t.Fatalf("an empty adjustment changed the spec (%v): %+v", err, spec)
 	}
 }
@@ -127,9 +127,38 @@ func TestAdjustSpecUnsupported(t *testing.T) {
 	} {
 		a := &api.ContainerAdjustment{}
 		adj(a)
-		if err := adjustSpec(baseSpec(), a); !errors.Is(err, errUnsupported) {
+		if err := adjustSpec(baseSpec(), a, nil); !errors.Is(err, errUnsupported) {
 			t.Errorf("%s: err = %v, want errUnsupported", name, err)
 		}
+	}
+}
+
+// TestAdjustSpecCDI: CDI devices a plugin names go to the container
+// manager's CDI registry, after the rest of the adjustment; its error fails
+// the adjustment.
+func TestAdjustSpecCDI(t *testing.T) {
+	a := &api.ContainerAdjustment{}
+	a.AddCDIDevice(&api.CDIDevice{Name: "vendor.com/gpu=0"})
+	a.AddCDIDevice(&api.CDIDevice{Name: "vendor.com/gpu=1"})
+	a.AddEnv("FROM_PLUGIN", "1")
+	var got []string
+	spec := baseSpec()
+	inject := func(s *specs.Spec, names []string) error {
+		if !slices.Contains(s.Process.Env, "FROM_PLUGIN=1") {
+			t.Error("CDI devices injected before the rest of the adjustment")
+		}
+		got = names
+		return nil
+	}
+	if err := adjustSpec(spec, a, inject); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"vendor.com/gpu=0", "vendor.com/gpu=1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("injected %v, want %v", got, want)
+	}
+	boom := errors.New("unknown CDI device vendor.com/gpu=0")
+	if err := adjustSpec(baseSpec(), a, func(*specs.Spec, []string) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("err = %v, want the registry's", err)
 	}
 }
 

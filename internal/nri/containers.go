@@ -37,7 +37,7 @@ func (n *NRI) CreateContainer(ctx context.Context, pod container.PodInfo, ctr co
 	if err != nil {
 		return release, fmt.Errorf("nri CreateContainer: %w", err)
 	}
-	if err := adjustSpec(spec, resp.GetAdjust()); err != nil {
+	if err := adjustSpec(spec, resp.GetAdjust(), n.ctrs.InjectCDIDevices); err != nil {
 		return release, err
 	}
 	if len(resp.GetUpdate()) > 0 || len(resp.GetEvict()) > 0 {

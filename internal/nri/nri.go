@@ -44,6 +44,8 @@ type Containers interface {
 	List(f container.Filter) []container.Info
 	AdjustResources(ctx context.Context, id string, adjust func(*specs.LinuxResources) error) error
 	Stop(ctx context.Context, id string, timeout time.Duration) error
+	// InjectCDIDevices adds CDI devices a plugin's adjustment names.
+	InjectCDIDevices(spec *specs.Spec, names []string) error
 }
 
 // NRI is minicri's side of NRI.

@@ -26,6 +26,8 @@ func (f *fakeContainers) Stop(_ context.Context, id string, _ time.Duration) err
 	return nil
 }
 
+func (f *fakeContainers) InjectCDIDevices(*specs.Spec, []string) error { return nil }
+
 func (f *fakeContainers) AdjustResources(_ context.Context, id string, adjust func(*specs.LinuxResources) error) error {
 	r, ok := f.res[id]
 	if !ok {

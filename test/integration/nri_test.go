@@ -16,6 +16,8 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -27,6 +29,7 @@ type nriPlugin struct {
 	failRun    atomic.Bool
 	failCreate atomic.Bool
 	podMemory  atomic.Int64 // the memory limit UpdatePodSandbox last passed
+	cdiDevice  atomic.Value // string: a CDI device each created container gets
 	synced     chan struct{}
 	syncOnce   sync.Once
 
@@ -98,6 +101,9 @@ func (p *nriPlugin) CreateContainer(_ context.Context, _ *api.PodSandbox, ctr *a
 	adj.AddAnnotation("nri.minicri.test/adjusted", "yes")
 	adj.AddMount(&api.Mount{Destination: "/nri", Type: "bind", Source: p.mountSrc, Options: []string{"rbind", "ro"}})
 	adj.AddRlimit("RLIMIT_NOFILE", 4321, 1234)
+	if dev, _ := p.cdiDevice.Load().(string); dev != "" {
+		adj.AddCDIDevice(&api.CDIDevice{Name: dev})
+	}
 	return adj, nil, nil
 }
 
@@ -364,4 +370,44 @@ func readSpec(t *testing.T, i *instance, id string) specs.Spec {
 		t.Fatal(err)
 	}
 	return spec
+}
+
+// TestNRIPluginInjectsCDIDevices: a CDI device an NRI plugin's adjustment
+// names is resolved by the node's CDI registry, as the CRI's cdi_devices
+// are (node, env); an unknown one fails CreateContainer naming it and
+// leaves nothing.
+func TestNRIPluginInjectsCDIDevices(t *testing.T) {
+	c := newCDIInstance(t)
+	c.writeSpec(t, "nri.json", cdiSpec(cdiDevice("nri", map[string]any{
+		"env":         []string{"NRI_CDI=from-plugin"},
+		"deviceNodes": []map[string]any{{"path": "/dev/nri-null", "hostPath": filepath.Join(c.host, "null")}},
+	})))
+	p, _ := c.startNRIPlugin(t)
+	p.cdiDevice.Store("minicri.test/dev=nri")
+	podID, pod := c.podWithLogs(t, "nri-cdi")
+	_, podInf := c.status(t, podID)
+	id := c.run(t, podID, pod, ctrConfig("nri-cdi", `echo "env=$NRI_CDI"; echo x > /dev/nri-null && echo null-written; echo done; sleep 1000`))
+	lines := waitLog(t, c.ctrStatus(t, id).LogPath, "done", 10*time.Second)
+	got := map[string]bool{}
+	for _, l := range lines {
+		got[l.content] = true
+	}
+	for _, want := range []string{"env=from-plugin", "null-written"} {
+		if !got[want] {
+			t.Errorf("container did not print %q; it printed %v", want, lines)
+		}
+	}
+
+	p.cdiDevice.Store("minicri.test/dev=absent")
+	_, err := c.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{
+		PodSandboxId: podID, Config: ctrConfig("nri-cdi-absent", "sleep 1000"), SandboxConfig: pod,
+	})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "minicri.test/dev=absent") {
+		t.Errorf("CreateContainer with a plugin's unknown CDI device = %v, want FailedPrecondition naming it", err)
+	}
+	if ids := c.containersOf(t, podID); len(ids) != 1 {
+		t.Errorf("containers of the pod = %v, want only %s", ids, id)
+	}
+	c.stopRemove(t, podID)
+	c.assertNothingLeft(t, map[string]podInfo{podID: podInf})
 }
