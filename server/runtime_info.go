@@ -36,7 +36,7 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 			// Pods get their own user namespace, with idmapped rootfs mounts.
 			UserNamespaces: true,
 		}}},
-		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true},
 	}
 	if req.GetVerbose() {
 		info, _ := json.Marshal(map[string]any{"runtime": RuntimeName, "version": RuntimeVersion})

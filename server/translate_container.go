@@ -26,6 +26,7 @@ func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
 		Resources:   resourcesFromCRI(c.GetLinux().GetResources()),
 		Security:    securityFromCRI(c.GetLinux().GetSecurityContext()),
 	}
+	cfg.UserSpecifiedImage = c.GetImage().GetUserSpecifiedImage()
 	if s := c.GetStopSignal(); s != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
 		cfg.StopSignal = strings.TrimPrefix(s.String(), "SIGNAL_")
 	}
@@ -44,6 +45,7 @@ func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
 			ImageSubPath:      m.GetImageSubPath(),
 			UIDMappings:       idmapsFromCRI(m.GetUidMappings()),
 			GIDMappings:       idmapsFromCRI(m.GetGidMappings()),
+			MountOptions:      m.GetMountOptions(),
 		})
 	}
 	for _, d := range c.GetCDIDevices() {
@@ -198,6 +200,7 @@ func mountsToCRI(ms []container.Mount, ims []container.ImageMount) []*runtimeapi
 			RecursiveReadOnly: m.RecursiveReadOnly, SelinuxRelabel: m.SelinuxRelabel,
 			Propagation: runtimeapi.MountPropagation(m.Propagation), ImageSubPath: m.ImageSubPath, //nolint:gosec // one of the three CRI propagation values, checked on the way in
 			UidMappings: idmapsToCRI(m.UIDMappings), GidMappings: idmapsToCRI(m.GIDMappings),
+			MountOptions: m.MountOptions,
 		}
 		if m.Image != "" {
 			cm.Image = &runtimeapi.ImageSpec{Image: m.Image}
