@@ -117,3 +117,59 @@ func TestImageNameAnnotationIsTheUserSpecifiedImage(t *testing.T) {
 	i.assertCtrGone(t, id)
 	i.assertNothingLeft(t, map[string]podInfo{podID: info})
 }
+
+// TestUTSAndUserNamespaceSysctls: Kubernetes counts kernel.domainname (UTS)
+// and user.* (user namespace) as namespaced sysctls, and the kubelet sends
+// them (an allowed unsafe sysctl, or DefaultPodSysctls). They reach the
+// pod's own namespaces, and are refused when the pod shares the host's.
+// Before the fix both were InvalidArgument "not namespaced".
+func TestUTSAndUserNamespaceSysctls(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	hostDomain, _ := os.ReadFile("/proc/sys/kernel/domainname")
+	hostMaxNS, _ := os.ReadFile("/proc/sys/user/max_user_namespaces")
+	infos := map[string]podInfo{}
+	check := func(pod *runtimeapi.PodSandboxConfig, file, want string) {
+		t.Helper()
+		pod.LogDirectory = filepath.Join(i.dir, "logs", pod.Metadata.Name)
+		podID := i.runPod(t, pod)
+		cfg := ctrConfig("sysctl", "sleep 1000")
+		if ns := pod.Linux.GetSecurityContext().GetNamespaceOptions(); ns != nil {
+			cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: ns}
+		}
+		id := i.run(t, podID, pod, cfg)
+		if code, out := i.execIn(t, id, "cat", file); code != 0 || out != want {
+			t.Errorf("%s in the container: %d %q, want %q", file, code, out, want)
+		}
+		_, infos[podID] = i.status(t, podID)
+		i.stopRemove(t, podID)
+	}
+	uts := podConfig("domainname")
+	uts.Linux.Sysctls = map[string]string{"kernel.domainname": "example.test"}
+	check(uts, "/proc/sys/kernel/domainname", "example.test")
+
+	userns := usernsPodConfig("usersysctl", runtimeapi.NamespaceMode_POD, mapping(0, usernsHostID, 65536))
+	userns.Linux.Sysctls = map[string]string{"user.max_user_namespaces": "7"}
+	check(userns, "/proc/sys/user/max_user_namespaces", "7")
+
+	hostNet := podConfig("domainname-hostnet")
+	hostNet.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+	}
+	hostNet.Linux.Sysctls = map[string]string{"kernel.domainname": "example.test"}
+	hostUsers := podConfig("usersysctl-host")
+	hostUsers.Linux.Sysctls = map[string]string{"user.max_user_namespaces": "7"}
+	for _, pod := range []*runtimeapi.PodSandboxConfig{hostNet, hostUsers} {
+		_, err := i.rt.RunPodSandbox(ctx(t), &runtimeapi.RunPodSandboxRequest{Config: pod})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v, want InvalidArgument", pod.Metadata.Name, err)
+		}
+	}
+	if b, _ := os.ReadFile("/proc/sys/kernel/domainname"); string(b) != string(hostDomain) {
+		t.Errorf("the host's domainname changed: %q -> %q", hostDomain, b)
+	}
+	if b, _ := os.ReadFile("/proc/sys/user/max_user_namespaces"); string(b) != string(hostMaxNS) {
+		t.Errorf("the host's max_user_namespaces changed: %q -> %q", hostMaxNS, b)
+	}
+	i.assertNothingLeft(t, infos)
+}
