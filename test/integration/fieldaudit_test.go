@@ -112,6 +112,12 @@ func TestImageNameAnnotationIsTheUserSpecifiedImage(t *testing.T) {
 			t.Errorf("container %s: image-name annotation %q, want %q", cid, got, want)
 		}
 	}
+	// ImageStatus verbose (ImageStatusRequest.verbose) carries the image's
+	// config.
+	is, err := i.images().ImageStatus(ctx(t), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: busybox}, Verbose: true})
+	if err != nil || is.GetImage().GetId() != ref || !strings.Contains(is.GetInfo()["info"], `"imageSpec"`) {
+		t.Errorf("verbose ImageStatus: %v %v", is, err)
+	}
 	_, info := i.status(t, podID)
 	i.stopRemove(t, podID)
 	i.assertCtrGone(t, id)
@@ -172,4 +178,23 @@ func TestUTSAndUserNamespaceSysctls(t *testing.T) {
 		t.Errorf("the host's max_user_namespaces changed: %q -> %q", hostMaxNS, b)
 	}
 	i.assertNothingLeft(t, infos)
+}
+
+// TestWorkingDirIsCreated: ContainerConfig.working_dir (the pod's
+// workingDir) need not exist in the image: it is created, as by runc under
+// containerd.
+func TestWorkingDirIsCreated(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	podID, pod := i.podWithLogs(t, "workdir")
+	cfg := ctrConfig("workdir", "sleep 1000")
+	cfg.WorkingDir = "/no/such/dir"
+	id := i.run(t, podID, pod, cfg)
+	if code, out := i.execIn(t, id, "sh", "-c", "pwd && touch f && ls"); code != 0 || out != "/no/such/dir\nf" {
+		t.Errorf("in working_dir: %d %q", code, out)
+	}
+	_, info := i.status(t, podID)
+	i.stopRemove(t, podID)
+	i.assertCtrGone(t, id)
+	i.assertNothingLeft(t, map[string]podInfo{podID: info})
 }
