@@ -2,7 +2,8 @@
 # everything that needs tools depends on `deps` (fast when already done).
 #
 #   make run          build, install what is missing, run minicri in the foreground
-#   make test         vet + lint + unit + fuzz + integration + critest + e2e + vmtest-ci, stops at the first failure
+#   make test         vet + lint + unit + fuzz + integration + critest + e2e + e2e-evented + vmtest-ci,
+#                     stops at the first failure
 #   make lint         golangci-lint (.golangci.yml): govet staticcheck errcheck gosec ineffassign unused
 #   make fuzz         every Go fuzz target for FUZZTIME each (hack/fuzz.sh)
 #   make critest      critest v1.37.0 against a private minicri instance
@@ -46,7 +47,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest test bench clean FORCE
-.PHONY: e2e vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
+.PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
 
@@ -102,11 +103,19 @@ critest: build
 	@echo "critest: the Streaming specs again over WebSocket (v5 remotecommand, tunneled port-forward)"
 	CRITEST_FOCUS='Streaming' CRITEST_SKIP= CRITEST_OUT=$(CURDIR)/$(OUT)/critest-websocket \
 	CRITEST_ARGS='-websocket-exec -websocket-attach -websocket-portforward' test/critest/run.sh
+	@echo "critest: every pod on the runc RuntimeClass handler (Debian's runc binary; the image specs do not depend on it)"
+	CRITEST_RUNTIME_HANDLER=runc CRITEST_FOCUS= CRITEST_SKIP='Image Manager' CRITEST_OUT=$(CURDIR)/$(OUT)/critest-runc \
+	test/critest/run.sh
 
 # A stock kubelet (standalone, then with a control plane) drives a private minicri
 # instance; Kubernetes and etcd are built once and cached (test/e2e/tools.sh).
 e2e: build
 	test/e2e/run.sh
+
+# The kubelet's standalone mode again with EventedPLEG on (minicri's event stream and
+# PodSandboxStatus containers_statuses/timestamp; checks no fallback, no ContainerStatus).
+e2e-evented: build
+	E2E_MODES=standalone E2E_FEATURE_GATES=EventedPLEG=true E2E_OUT=$(CURDIR)/$(OUT)/e2e-evented test/e2e/run.sh
 
 # One phase after the other, each timed; the first failure stops the run.
 define phase
@@ -126,6 +135,7 @@ test: deps
 	$(call phase,integration)
 	$(call phase,critest)
 	$(call phase,e2e)
+	$(call phase,e2e-evented)
 	$(call phase,vmtest-ci)
 
 # ---- VM lab (test/vm) ------------------------------------------------------

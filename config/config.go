@@ -35,6 +35,8 @@ type Config struct {
 	Registry Registry `toml:"registry"`
 	Stream   Stream   `toml:"stream"`
 	CDI      CDI      `toml:"cdi"`
+	// Runtimes are the RuntimeClass handlers besides the built-in "".
+	Runtimes map[string]Runtime `toml:"runtimes,omitempty"`
 }
 
 // CDI configures Container Device Interface devices.
@@ -165,6 +167,9 @@ func (c Config) Validate() error {
 		if !filepath.IsAbs(d) {
 			return fmt.Errorf("config: cdi.spec_dirs must be absolute paths, got %q", d)
 		}
+	}
+	if err := c.validateRuntimes(); err != nil {
+		return err
 	}
 	return c.Stream.validate()
 }

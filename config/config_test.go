@@ -117,3 +117,40 @@ func TestCgroupDriverAndParent(t *testing.T) {
 		t.Error("relative cgroup_parent accepted")
 	}
 }
+
+func TestRuntimesAreValidated(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "rt")
+	os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755)
+	notExe := filepath.Join(dir, "data")
+	os.WriteFile(notExe, nil, 0o644)
+	p := filepath.Join(dir, "c.toml")
+	for _, tc := range []struct{ toml, wantErr string }{
+		{"[runtimes.runc]\npath = \"" + exe + "\"\n", ""},
+		{"[runtimes.runc]\npath = \"" + exe + "\"\nroot = \"/run/x\"\n", ""},
+		{"[runtimes.Bad_Name]\npath = \"" + exe + "\"\n", "DNS label"},
+		{"[runtimes.runc]\npath = \"rt\"\n", "absolute"},
+		{"[runtimes.runc]\npath = \"" + filepath.Join(dir, "absent") + "\"\n", "no such file"},
+		{"[runtimes.runc]\npath = \"" + notExe + "\"\n", "not an executable"},
+		{"[runtimes.runc]\npath = \"" + dir + "\"\n", "not an executable"},
+		{"[runtimes.runc]\npath = \"" + exe + "\"\nroot = \"/run/minicri/runc\"\n", "built-in"},
+		{"[runtimes.runc]\npath = \"" + exe + "\"\nbinary = \"x\"\n", "unknown keys"},
+	} {
+		os.WriteFile(p, []byte(tc.toml), 0o644)
+		cfg, err := Load(p, false)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%q: got %v, want error containing %q", tc.toml, err, tc.wantErr)
+		}
+		if err == nil && cfg.Runtimes["runc"].Path != exe {
+			t.Errorf("%q: runtime not loaded: %+v", tc.toml, cfg.Runtimes)
+		}
+	}
+	cfg := Default()
+	cfg.Runtimes = map[string]Runtime{"runc": {Path: exe}}
+	if got := cfg.RuntimeRoot("runc"); got != "/run/minicri/runtimes/runc" {
+		t.Errorf("default root %q", got)
+	}
+}

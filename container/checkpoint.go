@@ -17,6 +17,8 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/runc/libcontainer"
+
+	"github.com/minicri/minicri/internal/ocirt"
 )
 
 // DefaultCheckpointTimeout bounds a checkpoint whose request names no timeout.
@@ -157,9 +159,13 @@ func (g *commitGate) abandon() bool {
 // location. The caller holds c.op and removes tmp.
 func (m *Manager) checkpointLocked(ctx context.Context, c *Container, tmp, location string, gate *commitGate) error {
 	start := time.Now()
-	lc, err := libcontainer.Load(m.runcRoot(), c.ID())
+	h, err := m.loadOf(c)
 	if err != nil {
-		return fmt.Errorf("%w: container %s: load libcontainer state: %v", ErrFailedPrecondition, c.ID(), err)
+		return fmt.Errorf("%w: container %s: load runtime state: %v", ErrFailedPrecondition, c.ID(), err)
+	}
+	lc, ok := ocirt.LibcontainerOf(h)
+	if !ok {
+		return fmt.Errorf("%w: container %s: checkpoint is supported by the built-in runtime only, not by runtime handler %q", ErrFailedPrecondition, c.ID(), c.rec.RuntimeHandler)
 	}
 	spec, err := os.ReadFile(filepath.Join(m.ctrStateDir(c.ID()), "config.json"))
 	if err != nil {

@@ -198,6 +198,11 @@ type PodInfo struct {
 	MonitorDir   string `json:"monitor_dir"`
 	LogDirectory string `json:"log_directory,omitempty"`
 	Ready        bool   `json:"ready"`
+	// OwnCgroup: the pause's parent is the pod's own cgroup (the request
+	// named a cgroup_parent, as the kubelet does), not the shared default.
+	OwnCgroup bool `json:"own_cgroup,omitempty"`
+	// RuntimeHandler is the pod's RuntimeClass handler ("": built-in).
+	RuntimeHandler string `json:"runtime_handler,omitempty"`
 }
 
 // IDMappings are the UID and GID mappings of a user namespace.

@@ -73,12 +73,13 @@ type creation struct {
 
 func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config) error {
 	c := &creation{m: m, pod: pod, rec: Record{
-		ID:          id,
-		PodID:       pod.ID,
-		Config:      cfg,
-		CreatedAt:   time.Now(),
-		CgroupsPath: cgdriver.Sibling(pod.CgroupPath, id),
-		Status:      Status{State: StateCreating},
+		ID:             id,
+		PodID:          pod.ID,
+		Config:         cfg,
+		CreatedAt:      time.Now(),
+		CgroupsPath:    cgdriver.Sibling(pod.CgroupPath, id),
+		RuntimeHandler: pod.RuntimeHandler,
+		Status:         Status{State: StateCreating},
 	}}
 	if pod.LogDirectory != "" && cfg.LogPath != "" {
 		c.rec.LogPath = filepath.Join(pod.LogDirectory, cfg.LogPath)
@@ -108,6 +109,9 @@ func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config
 func (c *creation) acquireImage(context.Context) error {
 	img, err := c.m.opts.Images.Acquire(c.rec.Config.Image, c.rec.ID)
 	if err != nil {
+		return err
+	}
+	if err := refuseArtifact(c.m.opts.Images, img, c.rec.Config.Image, c.rec.ID); err != nil {
 		return err
 	}
 	c.img = img
@@ -237,6 +241,10 @@ func (c *creation) createInMonitor(ctx context.Context) error {
 }
 
 func (c *creation) callCreate(ctx context.Context) error {
+	rt, err := c.m.monitorRuntime(c.rec.RuntimeHandler)
+	if err != nil {
+		return err
+	}
 	resp, err := monitor.Call(ctx, monitor.SocketPath(c.pod.MonitorDir), monitor.Request{
 		Op: monitor.OpCreate, ID: c.rec.ID,
 		Create: &monitor.CreateRequest{
@@ -248,10 +256,16 @@ func (c *creation) callCreate(ctx context.Context) error {
 			Stdin:     c.rec.Config.Stdin,
 			StdinOnce: c.rec.Config.StdinOnce,
 			TTY:       c.rec.Config.TTY,
+			Runtime:   rt,
 		},
 	})
 	if err != nil {
 		return err
+	}
+	if rt != nil && resp.Container.Runtime != rt.Path {
+		// A monitor started before runtime handlers ran it with libcontainer.
+		return fmt.Errorf("%w: the monitor of pod %s cannot run runtime handler %q: recreate the pod",
+			ErrFailedPrecondition, c.pod.ID, c.rec.RuntimeHandler)
 	}
 	ref, err := proc.RefOf(resp.Container.PID)
 	if err != nil {
@@ -278,7 +292,7 @@ func (c *creation) logName() string {
 }
 
 func (c *creation) destroy(ctx context.Context) error {
-	return c.m.destroy(ctx, c.rec.ID, c.pod.MonitorDir)
+	return c.m.destroy(ctx, c.rec, c.pod.MonitorDir)
 }
 
 func (c *creation) publish(context.Context) error {

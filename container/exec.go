@@ -12,10 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/opencontainers/runc/libcontainer"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/internal/lcproc"
+	"github.com/minicri/minicri/internal/ocirt"
 )
 
 // MaxExecOutput caps each of stdout and stderr of ExecSync; the rest is
@@ -39,21 +38,22 @@ func (m *Manager) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	if len(cmd) == 0 {
 		return ExecResult{}, fmt.Errorf("%w: exec needs a command", ErrInvalid)
 	}
-	lc, p, err := m.execProcess(id, cmd)
+	h, sp, err := m.execProcess(id, cmd)
 	if err != nil {
 		return ExecResult{}, err
 	}
+	e := &ocirt.ExecSpec{Process: sp}
 	stdout, stderr := &capped{max: MaxExecOutput}, &capped{max: MaxExecOutput}
-	drained, err := attachOutput(p, stdout, stderr)
+	drained, err := attachOutput(e, stdout, stderr)
 	if err != nil {
 		return ExecResult{}, err
 	}
-	if err := lc.Run(p); err != nil {
-		closeChildEnds(p)
+	p, err := h.Exec(*e)
+	closeChildEnds(e)
+	if err != nil {
 		drained.wait(0)
 		return ExecResult{}, fmt.Errorf("exec in container %s: %w", id, err)
 	}
-	closeChildEnds(p)
 	code, err := waitExec(ctx, p, timeout)
 	drained.wait(2 * time.Second)
 	if err != nil {
@@ -62,8 +62,9 @@ func (m *Manager) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	return ExecResult{Stdout: stdout.bytes(), Stderr: stderr.bytes(), ExitCode: code}, nil
 }
 
-// execProcess loads the container and builds an exec process from its spec.
-func (m *Manager) execProcess(id string, cmd []string) (*libcontainer.Container, *libcontainer.Process, error) {
+// execProcess loads the container and builds an exec process from its spec
+// (without a terminal).
+func (m *Manager) execProcess(id string, cmd []string) (ocirt.Handle, *specs.Process, error) {
 	c, err := m.store.get(id)
 	if err != nil {
 		return nil, nil, err
@@ -75,16 +76,16 @@ func (m *Manager) execProcess(id string, cmd []string) (*libcontainer.Container,
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := lcproc.FromSpec(spec.Process)
-	if err != nil {
-		return nil, nil, err
+	if spec.Process == nil {
+		return nil, nil, fmt.Errorf("spec of %s has no process", c.ID())
 	}
-	p.Args, p.Init = cmd, false
-	lc, err := libcontainer.Load(m.runcRoot(), c.ID())
+	p := *spec.Process
+	p.Args, p.Terminal = cmd, false
+	h, err := m.loadOf(c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load container %s: %w", c.ID(), err)
 	}
-	return lc, p, nil
+	return h, &p, nil
 }
 
 func (m *Manager) loadSpec(id string) (*specs.Spec, error) {
@@ -101,7 +102,7 @@ func (m *Manager) loadSpec(id string) (*specs.Spec, error) {
 
 // waitExec waits for the exec'd process; past the timeout (or the caller's
 // end) it kills it and still reaps it before returning.
-func waitExec(ctx context.Context, p *libcontainer.Process, timeout time.Duration) (int32, error) {
+func waitExec(ctx context.Context, p ocirt.Process, timeout time.Duration) (int32, error) {
 	type result struct {
 		ps  *os.ProcessState
 		err error
@@ -129,7 +130,7 @@ func waitExec(ctx context.Context, p *libcontainer.Process, timeout time.Duratio
 	case <-ctx.Done():
 		cause = ctx.Err()
 	}
-	_ = p.Signal(syscall.SIGKILL) // it may have exited already; <-done reaps it either way
+	_ = p.Kill() // it may have exited already; <-done reaps it either way
 	<-done
 	return 0, cause
 }
@@ -143,7 +144,7 @@ func exitStatus(ps *os.ProcessState) int32 {
 
 // attachOutput gives p pipes for stdout and stderr whose read ends are
 // drained into the writers.
-func attachOutput(p *libcontainer.Process, stdout, stderr io.Writer) (*drain, error) {
+func attachOutput(p *ocirt.ExecSpec, stdout, stderr io.Writer) (*drain, error) {
 	d := &drain{}
 	for _, pair := range []struct {
 		set func(*os.File)
@@ -172,10 +173,10 @@ func attachOutput(p *libcontainer.Process, stdout, stderr io.Writer) (*drain, er
 }
 
 // closeChildEnds closes the daemon's copies of the pipe ends the process got.
-func closeChildEnds(p *libcontainer.Process) {
-	for _, f := range []io.Writer{p.Stdout, p.Stderr} {
-		if c, ok := f.(*os.File); ok {
-			c.Close()
+func closeChildEnds(p *ocirt.ExecSpec) {
+	for _, f := range []*os.File{p.Stdout, p.Stderr} {
+		if f != nil {
+			f.Close()
 		}
 	}
 }

@@ -10,10 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
 
-	"github.com/minicri/minicri/internal/console"
+	"github.com/minicri/minicri/internal/ocirt"
 	"github.com/minicri/minicri/monitor"
 )
 
@@ -43,24 +42,25 @@ func (m *Manager) Exec(ctx context.Context, id string, cmd []string, sio StreamI
 	if len(cmd) == 0 {
 		return 0, fmt.Errorf("%w: exec needs a command", ErrInvalid)
 	}
-	lc, p, err := m.execProcess(id, cmd)
+	h, sp, err := m.execProcess(id, cmd)
 	if err != nil {
 		return 0, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s, err := newExecSession(p, sio, cancel)
+	s, err := newExecSession(&ocirt.ExecSpec{Process: sp}, sio, cancel)
 	if err != nil {
 		return 0, fmt.Errorf("exec in container %s: %w", id, err)
 	}
 	defer s.close()
-	if err := lc.Run(p); err != nil {
+	p, err := h.Exec(*s.p)
+	if err != nil {
 		return 0, fmt.Errorf("exec in container %s: %w", id, err)
 	}
-	if err := s.started(); err != nil {
+	if err := s.started(p); err != nil {
 		// The session failed to start: kill and reap the process; the
 		// session's error is the one to report.
-		_ = p.Signal(unix.SIGKILL)
+		_ = p.Kill()
 		_, _ = p.Wait()
 		return 0, fmt.Errorf("exec in container %s: %w", id, err)
 	}
@@ -74,10 +74,9 @@ func (m *Manager) Exec(ctx context.Context, id string, cmd []string, sio StreamI
 
 // execSession holds the daemon's ends of an exec's stdio.
 type execSession struct {
-	p        *libcontainer.Process
+	p        *ocirt.ExecSpec
 	sio      StreamIO
-	failed   func() // the client is gone
-	console  *os.File
+	failed   func()     // the client is gone
 	master   *os.File   // TTY: the PTY master
 	stdinW   *os.File   // no TTY: the write end of the stdin pipe
 	outR     []*os.File // no TTY: read ends of stdout, stderr
@@ -87,11 +86,11 @@ type execSession struct {
 	closed   sync.Once
 }
 
-func newExecSession(p *libcontainer.Process, sio StreamIO, failed func()) (*execSession, error) {
+func newExecSession(p *ocirt.ExecSpec, sio StreamIO, failed func()) (*execSession, error) {
 	s := &execSession{p: p, sio: sio, failed: failed, stop: make(chan struct{})}
 	var err error
 	if sio.TTY {
-		err = s.prepareTTY()
+		s.prepareTTY()
 	} else {
 		err = s.preparePipes()
 	}
@@ -102,18 +101,11 @@ func newExecSession(p *libcontainer.Process, sio StreamIO, failed func()) (*exec
 	return s, nil
 }
 
-func (s *execSession) prepareTTY() error {
-	parent, child, err := console.SocketPair()
-	if err != nil {
-		return err
+func (s *execSession) prepareTTY() {
+	s.p.Process.Terminal = true
+	if !hasEnv(s.p.Process.Env, "TERM") {
+		s.p.Process.Env = append(s.p.Process.Env, "TERM=xterm")
 	}
-	s.console = parent
-	s.children = append(s.children, child)
-	s.p.ConsoleSocket = child
-	if !hasEnv(s.p.Env, "TERM") {
-		s.p.Env = append(s.p.Env, "TERM=xterm")
-	}
-	return nil
 }
 
 func (s *execSession) preparePipes() error {
@@ -142,7 +134,7 @@ func (s *execSession) preparePipes() error {
 
 // started closes the process's ends, receives the terminal, and starts
 // copying.
-func (s *execSession) started() error {
+func (s *execSession) started(p ocirt.Process) error {
 	for _, f := range s.children {
 		f.Close()
 	}
@@ -155,7 +147,7 @@ func (s *execSession) started() error {
 		}
 		return nil
 	}
-	master, err := console.RecvFile(s.console, true)
+	master, err := p.Console()
 	if err != nil {
 		return fmt.Errorf("receive terminal: %w", err)
 	}
@@ -234,7 +226,7 @@ func (s *execSession) drain(max time.Duration) {
 func (s *execSession) close() {
 	s.closed.Do(func() {
 		close(s.stop)
-		for _, f := range append(append(s.children, s.outR...), s.console, s.master, s.stdinW) {
+		for _, f := range append(append(s.children, s.outR...), s.master, s.stdinW) {
 			if f != nil {
 				f.Close()
 			}

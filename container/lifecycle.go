@@ -8,10 +8,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/opencontainers/runc/libcontainer"
-
 	"github.com/minicri/minicri/internal/atomicfile"
 	"github.com/minicri/minicri/internal/events"
+	"github.com/minicri/minicri/internal/ocirt"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/monitor"
 )
@@ -106,24 +105,19 @@ func (m *Manager) stopLocked(ctx context.Context, c *Container, timeout time.Dur
 
 // stopSignal is the container's stop signal, else the image's, else SIGTERM.
 func (m *Manager) stopSignal(c *Container) syscall.Signal {
-	for _, name := range []string{c.rec.Config.StopSignal, c.rec.ImageStopSignal} {
-		if name == "" {
-			continue
-		}
-		if sig, err := parseSignal(name); err == nil {
-			return sig
-		}
+	sig, bad := effectiveStopSignal(c.rec.Config.StopSignal, c.rec.ImageStopSignal)
+	for _, name := range bad {
 		m.log.Warn("ignoring unknown stop signal", "container", c.ID(), "signal", name)
 	}
-	return syscall.SIGTERM
+	return sig
 }
 
-// killDirectly kills a container whose monitor is gone, through
-// libcontainer's state, and waits for it.
+// killDirectly kills a container whose monitor is gone, through its
+// runtime's state, and waits for it.
 func (m *Manager) killDirectly(c *Container) (*monitor.Exit, error) {
-	lc, err := libcontainer.Load(m.runcRoot(), c.ID())
+	h, err := m.loadOf(c)
 	if err == nil {
-		if err := lc.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+		if err := h.Signal(syscall.SIGKILL, true); err != nil && !isNotRunning(err) {
 			return nil, fmt.Errorf("kill container %s: %w", c.ID(), err)
 		}
 	}
@@ -255,7 +249,7 @@ func (m *Manager) release(ctx context.Context, rec Record) error {
 	if pod, err := m.opts.Pods.Pod(rec.PodID); err == nil {
 		monitorDir = pod.MonitorDir
 	}
-	if err := m.destroy(ctx, rec.ID, monitorDir); err != nil {
+	if err := m.destroy(ctx, rec, monitorDir); err != nil {
 		return err
 	}
 	if err := unmountRootfs(m.rootfsPath(rec.ID)); err != nil {
@@ -275,7 +269,8 @@ func (m *Manager) release(ctx context.Context, rec Record) error {
 
 // destroy removes the container's processes, cgroup and libcontainer state:
 // through the monitor when it answers, else directly.
-func (m *Manager) destroy(ctx context.Context, id, monitorDir string) error {
+func (m *Manager) destroy(ctx context.Context, rec Record, monitorDir string) error {
+	id := rec.ID
 	if monitorDir != "" {
 		_, err := monitor.Call(ctx, monitor.SocketPath(monitorDir), monitor.Request{Op: monitor.OpDelete, ID: id})
 		if err == nil {
@@ -285,14 +280,14 @@ func (m *Manager) destroy(ctx context.Context, id, monitorDir string) error {
 			return fmt.Errorf("delete container %s: %w", id, err)
 		}
 	}
-	lc, err := libcontainer.Load(m.runcRoot(), id)
+	h, err := m.load(id, rec.RuntimeHandler, rec.CgroupsPath)
 	if err != nil {
-		return nil // no libcontainer state: nothing to destroy
+		if !errors.Is(err, ocirt.ErrNotExist) {
+			m.log.Warn("cannot load the container's runtime state; nothing destroyed", "container", id, "err", err)
+		}
+		return nil // no runtime state: nothing to destroy
 	}
-	// Destroy kills what is left of the container itself; this SIGKILL only
-	// hurries it, and fails when nothing runs any more.
-	_ = lc.Signal(syscall.SIGKILL)
-	if err := lc.Destroy(); err != nil {
+	if err := h.Delete(); err != nil {
 		return fmt.Errorf("destroy container %s: %w", id, err)
 	}
 	return nil

@@ -38,7 +38,8 @@ type Options struct {
 	Events   *events.Broker // lifecycle events; nil: nobody listens
 	// CDI resolves CDI devices into spec edits; nil: CDI is disabled. The
 	// manager closes it.
-	CDI CDI
+	CDI      CDI
+	Runtimes Runtimes // RuntimeClass handlers; nil: only the built-in ""
 }
 
 // Manager owns every container of one minicri instance.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/opencontainers/cgroups"
-	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/internal/cgdriver"
@@ -129,28 +128,29 @@ func (m *Manager) sample(c *Container, info Info) Sample {
 		s.Info = info
 		return s
 	}
-	s = m.readSample(c.ID(), info, now)
+	s = m.readSample(c, info, now)
 	mc.mu.Lock()
 	mc.samples[c.ID()] = s
 	mc.mu.Unlock()
 	return s
 }
 
-func (m *Manager) readSample(id string, info Info, now time.Time) Sample {
+func (m *Manager) readSample(c *Container, info Info, now time.Time) Sample {
+	id := c.ID()
 	s := Sample{Info: info, Timestamp: now}
-	lc, err := libcontainer.Load(m.runcRoot(), id)
+	h, err := m.loadOf(c)
 	if err != nil {
 		s.Err = err
 	} else {
-		if st, err := lc.Stats(); err == nil && st.CgroupStats != nil {
-			s.fromCgroup(st.CgroupStats)
+		if st, err := h.Stats(); err == nil {
+			s.fromCgroup(st)
 		} else {
 			s.CgroupStatsErr = err
 		}
-		if state, err := lc.State(); err == nil {
-			s.OOMEvents, _ = cgdriver.OOMKills(state.CgroupPaths)
+		if paths, err := h.CgroupPaths(); err == nil {
+			s.OOMEvents, _ = cgdriver.OOMKills(paths)
 		}
-		if pids, err := lc.Processes(); err == nil {
+		if pids, err := h.Processes(); err == nil {
 			s.fromProcesses(pids)
 		} else {
 			s.ProcessesErr = err

@@ -1,8 +1,10 @@
 package container
 
 import (
+	"path"
 	"time"
 
+	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/network"
 )
 
@@ -26,6 +28,12 @@ func (m *Manager) PodStats(podID string) (PodStats, error) {
 		ps.Usage = pause
 	}
 	ps.Usage.Timestamp = time.Now()
+	// The pause's limit and pressure are not the pod's: those are its own
+	// cgroup's, the parent of the pause's and the containers'.
+	ps.Usage.MemoryLimit, ps.Usage.CPUPressure, ps.Usage.MemoryPressure, ps.Usage.IOPressure = 0, nil, nil, nil
+	if pod.OwnCgroup {
+		podCgroupView(pod.CgroupPath, &ps.Usage)
+	}
 	for _, c := range ps.Containers {
 		u := &ps.Usage
 		u.CPUNanos += c.CPUNanos
@@ -41,6 +49,24 @@ func (m *Manager) PodStats(podID string) (PodStats, error) {
 		ps.Interfaces, _ = network.PodInterfaceStats(pod.PausePID)
 	}
 	return ps, nil
+}
+
+// podCgroupView reads the pod's own cgroup (the kubelet's pod<UID>, the
+// parent of the pause's): its memory limit and pressure, which the sums of
+// its members cannot give. It only reads.
+func podCgroupView(pausePath string, u *Usage) {
+	mgr, err := cgdriver.Manager(path.Dir(cgdriver.FSPath(pausePath)))
+	if err != nil {
+		return
+	}
+	st, err := mgr.GetStats()
+	if err != nil {
+		return
+	}
+	u.MemoryLimit = memoryLimit(st.MemoryStats.Usage.Limit)
+	u.CPUPressure = psiOf(st.CpuStats.PSI)
+	u.MemoryPressure = psiOf(st.MemoryStats.PSI)
+	u.IOPressure = psiOf(st.BlkioStats.PSI)
 }
 
 // podRateKey keys a pod's CPU samples in the rates (RemovePod forgets it).

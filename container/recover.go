@@ -60,7 +60,7 @@ func (m *Manager) recoverOne(ctx context.Context, rec Record) {
 
 // releaseStray frees what an unrecorded container may hold.
 func (m *Manager) releaseStray(ctx context.Context, id string) {
-	if err := m.destroy(ctx, id, ""); err != nil {
+	if err := m.destroy(ctx, Record{ID: id}, ""); err != nil {
 		m.log.Error("destroy unknown container", "container", id, "err", err)
 	}
 	if err := unmountRootfs(m.rootfsPath(id)); err != nil {

@@ -88,5 +88,8 @@ type Record struct {
 	CreatedAt       time.Time `json:"created_at"`
 	LogPath         string    `json:"log_path,omitempty"` // absolute
 	CgroupsPath     string    `json:"cgroups_path"`
-	Status          Status    `json:"status"`
+	// RuntimeHandler is the pod's RuntimeClass handler, whose OCI runtime
+	// runs the container ("": the built-in one).
+	RuntimeHandler string `json:"runtime_handler,omitempty"`
+	Status         Status `json:"status"`
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/opencontainers/cgroups"
-	"github.com/opencontainers/runc/libcontainer"
 
 	"github.com/minicri/minicri/internal/cgdriver"
 )
@@ -26,6 +25,7 @@ type Usage struct {
 	PageFaults       uint64
 	MajorPageFaults  uint64
 	Processes        uint64
+	MemoryLimit      uint64 // 0: none
 	SwapUsage        uint64
 	SwapLimit        uint64 // 0: none
 	// Pressure stall information (cgroup v2 with PSI); nil where the
@@ -98,9 +98,9 @@ func (m *Manager) ListStats(f Filter) []Stats {
 
 func (m *Manager) stats(c *Container) (Stats, error) {
 	s := Stats{Info: m.info(c)}
-	if lc, err := libcontainer.Load(m.runcRoot(), c.ID()); err == nil {
-		if st, err := lc.Stats(); err == nil && st.CgroupStats != nil {
-			s.Usage = usageOf(st.CgroupStats)
+	if h, err := m.loadOf(c); err == nil {
+		if st, err := h.Stats(); err == nil {
+			s.Usage = usageOf(st)
 		}
 	}
 	if s.Timestamp.IsZero() {
@@ -143,6 +143,7 @@ func usageOf(st *cgroups.Stats) Usage {
 	u.MemoryWorkingSet, u.MemoryRSS = m.workingSet, m.rss
 	u.PageFaults, u.MajorPageFaults = m.pgfault, m.pgmajfault
 	u.SwapUsage, u.SwapLimit = m.swap, m.swapLimit
+	u.MemoryLimit = memoryLimit(st.MemoryStats.Usage.Limit)
 	u.CPUPressure = psiOf(st.CpuStats.PSI)
 	u.MemoryPressure = psiOf(st.MemoryStats.PSI)
 	u.IOPressure = psiOf(st.BlkioStats.PSI)
@@ -191,6 +192,30 @@ func memoryOf(mem *cgroups.MemoryStats) memory {
 		m.workingSet = mem.Usage.Usage - inactive
 	}
 	return m
+}
+
+// unlimitedMemory is where a limit means none, as the kubelet and cAdvisor
+// read it (v1 reports PAGE_COUNTER_MAX pages, v2 "max").
+const unlimitedMemory = 1 << 62
+
+// memoryLimit is the cgroup's memory limit, 0 for none.
+func memoryLimit(l uint64) uint64 {
+	if l == 0 || l > unlimitedMemory {
+		return 0
+	}
+	return l
+}
+
+// MemoryAvailable is the limit minus the working set, as cAdvisor and the
+// CRI define it; ok is false without a limit.
+func (u Usage) MemoryAvailable() (avail uint64, ok bool) {
+	if u.MemoryLimit == 0 {
+		return 0, false
+	}
+	if u.MemoryWorkingSet >= u.MemoryLimit {
+		return 0, true
+	}
+	return u.MemoryLimit - u.MemoryWorkingSet, true
 }
 
 func psiOf(p *cgroups.PSIStats) *PSI {

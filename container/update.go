@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 
 	"github.com/minicri/minicri/internal/atomicfile"
@@ -36,19 +35,16 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, r Resources) e
 		return err
 	}
 	spec.Linux.Resources = res
-	cg, err := specconv.CreateCgroupConfig(&specconv.CreateOpts{
+	if _, err := specconv.CreateCgroupConfig(&specconv.CreateOpts{
 		CgroupName: c.ID(), Spec: spec, UseSystemdCgroup: cgdriver.IsSystemd(spec.Linux.CgroupsPath),
-	}, nil)
-	if err != nil {
+	}, nil); err != nil {
 		return fmt.Errorf("%w: resources: %v", ErrInvalid, err)
 	}
-	lc, err := libcontainer.Load(m.runcRoot(), c.ID())
+	h, err := m.loadOf(c)
 	if err != nil {
 		return fmt.Errorf("load container %s: %w", c.ID(), err)
 	}
-	cfg := lc.Config()
-	cfg.Cgroups.Resources = cg.Resources
-	if err := lc.Set(cfg); err != nil {
+	if err := h.Update(spec); err != nil {
 		return fmt.Errorf("update resources of %s: %w", c.ID(), err)
 	}
 	data, err := json.Marshal(spec)

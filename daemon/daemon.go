@@ -67,16 +67,18 @@ func Run(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	handlers := runtimeHandlers(ctx, cfg, log)
 	hooks := &podContainers{}
 	bus := events.NewBroker()
 	sandboxes, err := sandbox.New(ctx, sandbox.Options{
 		Root: cfg.Root, State: cfg.State, Exe: exe, PausePath: pause,
 		CgroupParent: cgParent, CgroupDriver: cgDriver, Network: net, Containers: hooks, Log: log, Events: bus,
+		Handlers: handlers,
 	})
 	if err != nil {
 		return err
 	}
-	containers, aa, err := newContainers(ctx, cfg, images, sandboxes, bus, log)
+	containers, aa, err := newContainers(ctx, cfg, images, sandboxes, handlers, bus, log)
 	if err != nil {
 		return err
 	}
@@ -97,7 +99,7 @@ func Run(cfg config.Config) error {
 	}
 	stream.Start()
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
-		Streaming: stream, Events: bus, Log: log, SystemdCgroups: cgDriver == cgdriver.Systemd,
+		Streaming: stream, Events: bus, Log: log, SystemdCgroups: cgDriver == cgdriver.Systemd, Handlers: handlerInfo(handlers),
 		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(aa)}})
 	ln, err := listen(cfg)
 	if err != nil {

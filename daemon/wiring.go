@@ -30,11 +30,13 @@ func (p pods) Pod(id string) (container.PodInfo, error) {
 		ResolvConfFile: p.m.PodFile(info.ID, sandbox.ResolvConfFile),
 		ShmPath:        info.ShmPath,
 		CgroupPath:     info.CgroupPath,
+		OwnCgroup:      info.Config.CgroupParent != "",
 		Sysctls:        info.Config.Sysctls,
 		MonitorDir:     p.m.MonitorDir(info.ID),
 		LogDirectory:   info.Config.LogDirectory,
 		Ready:          info.Ready,
 		UserNS:         podUserNS(ns),
+		RuntimeHandler: info.Config.RuntimeHandler,
 	}, nil
 }
 

@@ -24,6 +24,7 @@
 #                      loopback port and point minicri's registry mirrors at it
 #   INSTANCE_REGISTRY_BIN  a prebuilt test/registry binary (default: built into _output/bin)
 #   INSTANCE_CDI_DIR   the CDI spec directory (default: minicri's, /etc/cdi and /var/run/cdi)
+#   INSTANCE_CONFIG_EXTRA  TOML appended to the instance's config.toml (e.g. [runtimes.runc])
 # Outputs (set by instance_start):
 #   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
 #   INSTANCE_BRIDGE (deleted by instance_stop)
@@ -104,6 +105,7 @@ instance_start() {
 	EOF
 	# CDI specs from this directory only (test/e2e's device plugin writes there).
 	[ -z "${INSTANCE_CDI_DIR:-}" ] || printf '\n[cdi]\nspec_dirs = ["%s"]\n' "$INSTANCE_CDI_DIR" >>"$INSTANCE_TMP/config.toml"
+	[ -z "${INSTANCE_CONFIG_EXTRA:-}" ] || printf '\n%s\n' "$INSTANCE_CONFIG_EXTRA" >>"$INSTANCE_TMP/config.toml"
 
 	local flags=(--config "$INSTANCE_TMP/config.toml" --listen "$INSTANCE_ENDPOINT"
 		--root "$INSTANCE_TMP/root" --state "$INSTANCE_TMP/state" --log-level debug)

@@ -106,6 +106,9 @@ type Image struct {
 	Layers      []string // unpacked layer directories, bottom first
 	// ManifestDigest is the digest of the platform manifest.
 	ManifestDigest string
+	// ArtifactType is set for an OCI artifact: only an image volume can
+	// use it (its one layer is a directory of its files).
+	ArtifactType string
 }
 
 // FsUsage is the disk usage of the store.
@@ -140,6 +143,9 @@ type record struct {
 	// containers can pin its layers again after a restart (see Acquire);
 	// the last Release deletes it.
 	Removed bool `json:"removed,omitempty"`
+	// ArtifactType is set for an OCI artifact (artifact.go): its one
+	// "layer" is the volume directory of its files, and it has no config.
+	ArtifactType string `json:"artifact_type,omitempty"`
 
 	config *v1.ConfigFile
 }
@@ -319,7 +325,10 @@ func (s *Store) load() error {
 			s.log.Warn("image: ignoring unreadable image record", "file", e.Name(), "error", err)
 			continue
 		}
-		cfg, err := s.readConfig(r.ID)
+		cfg, err := &v1.ConfigFile{}, error(nil) // an artifact has none
+		if r.ArtifactType == "" {
+			cfg, err = s.readConfig(r.ID)
+		}
 		if err != nil {
 			s.log.Warn("image: ignoring image record without config", "image", r.ID, "error", err)
 			continue
@@ -367,6 +376,7 @@ func (s *Store) image(r *record) Image {
 		Size:           r.Size,
 		Config:         r.config,
 		ManifestDigest: r.ManifestDigest,
+		ArtifactType:   r.ArtifactType,
 	}
 	if r.config != nil {
 		img.User = r.config.Config.User

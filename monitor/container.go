@@ -8,22 +8,18 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/opencontainers/runc/libcontainer"
-	"github.com/opencontainers/runc/libcontainer/specconv"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/internal/atomicfile"
 	"github.com/minicri/minicri/internal/cgdriver"
-	"github.com/minicri/minicri/internal/console"
 	"github.com/minicri/minicri/internal/crilog"
-	"github.com/minicri/minicri/internal/lcproc"
+	"github.com/minicri/minicri/internal/ocirt"
 )
 
 // ioDrainTimeout bounds how long an exit waits for the container's output
@@ -35,10 +31,11 @@ type ctr struct {
 	id     string
 	dir    string
 	reaper *reaper
-	c      *libcontainer.Container
-	p      *libcontainer.Process
-	log    *crilog.File // nil without a log path
-	tty    *os.File     // the PTY master, for TTY containers
+	c      ocirt.Container
+	// runtime is the OCI runtime binary ("": the built-in libcontainer).
+	runtime string
+	log     *crilog.File // nil without a log path
+	tty     *os.File     // the PTY master, for TTY containers
 
 	stdinMu   sync.Mutex
 	stdin     io.WriteCloser // nil unless the container has stdin (or it was closed)
@@ -63,8 +60,7 @@ type ctr struct {
 func (k *ctr) info() *ContainerInfo {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	pid, _ := k.p.Pid()
-	return &ContainerInfo{PID: pid, StartedAt: k.startedAt, Exit: k.exit}
+	return &ContainerInfo{PID: k.c.PID(), StartedAt: k.startedAt, Exit: k.exit, Runtime: k.runtime}
 }
 
 // containers is the monitor's table of containers.
@@ -101,40 +97,30 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	if err != nil {
 		return nil, err
 	}
-	clampOOMScoreAdj(spec, cs.oomFloor, cs.log)
-	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
-		CgroupName: id, Spec: spec, UseSystemdCgroup: cgdriver.IsSystemd(spec.Linux.CgroupsPath),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("convert spec: %w", err)
-	}
-	c, err := libcontainer.Create(req.RuncRoot, id, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create container: %w", err)
-	}
-	k := &ctr{id: id, dir: req.Dir, c: c, exited: make(chan struct{}), reaper: cs.reaper}
-	// libcontainer waits for its own helper processes while it starts.
-	done := cs.reaper.starting()
-	err = k.start(spec.Process, req)
-	if err == nil {
-		pid, _ := k.p.Pid()
-		cs.reaper.trackLocked(pid)
-	}
-	if err != nil {
-		// Still holding the reaper off: Destroy runs poststop hooks.
-		if derr := c.Destroy(); derr != nil {
-			cs.log.Warn("destroy a container whose create failed", "container", id, "err", derr)
+	if clampOOMScoreAdj(spec, cs.oomFloor, cs.log) && req.Runtime != nil {
+		// An external runtime reads the bundle's spec itself.
+		if err := atomicfile.WriteJSON(filepath.Join(req.Bundle, "config.json"), spec); err != nil {
+			return nil, fmt.Errorf("write clamped spec: %w", err)
 		}
+	}
+	k := &ctr{id: id, dir: req.Dir, exited: make(chan struct{}), reaper: cs.reaper}
+	if req.Runtime != nil {
+		k.runtime = req.Runtime.Path
+	}
+	// The runtime waits for its own helper processes while it starts.
+	done := cs.reaper.starting()
+	err = k.start(cs.runtime(req), spec, req)
+	if err == nil {
+		cs.reaper.trackLocked(k.c.PID())
 	}
 	done()
 	if err != nil {
 		if k.log != nil {
 			_ = k.log.Close() // every failed create would keep its log open; nothing was logged yet
 		}
-		releaseFailedStart()
 		return nil, err
 	}
-	if cfg.Cgroups != nil && cfg.Cgroups.Systemd {
+	if cgdriver.IsSystemd(spec.Linux.CgroupsPath) {
 		k.watchOOM(cs.log)
 	}
 	cs.mu.Lock()
@@ -144,12 +130,13 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	return k.info(), nil
 }
 
-// releaseFailedStart frees what a failed libcontainer start leaves open:
-// libcontainer (runc 1.5) keeps its O_PATH descriptor of the exec fifo when
-// the init fails to start, in a field nothing closes, so only its finalizer
-// frees it. The kubelet retries a failing create forever: collect now
-// rather than at the next GC, whenever that comes in an idle monitor.
-func releaseFailedStart() { runtime.GC() }
+// runtime is the OCI runtime that runs the container req describes.
+func (cs *containers) runtime(req *CreateRequest) ocirt.Runtime {
+	if req.Runtime == nil {
+		return ocirt.Libcontainer{Root: req.RuncRoot}
+	}
+	return &ocirt.Binary{Path: req.Runtime.Path, Root: req.Runtime.Root, Guard: cs.reaper.starting}
+}
 
 func readSpec(bundle string) (*specs.Spec, error) {
 	data, err := os.ReadFile(filepath.Join(bundle, "config.json"))
@@ -165,83 +152,64 @@ func readSpec(bundle string) (*specs.Spec, error) {
 
 // clampOOMScoreAdj raises an oom_score_adj below floor (what the kernel
 // lets this monitor set: root without CAP_SYS_RESOURCE cannot go below its
-// oom_score_adj_min) to floor; libcontainer would fail the start.
-func clampOOMScoreAdj(spec *specs.Spec, floor int, log *slog.Logger) {
+// oom_score_adj_min) to floor; the runtime would fail the start. It
+// reports whether it changed spec.
+func clampOOMScoreAdj(spec *specs.Spec, floor int, log *slog.Logger) bool {
 	if spec.Process == nil || spec.Process.OOMScoreAdj == nil || *spec.Process.OOMScoreAdj >= floor {
-		return
+		return false
 	}
 	log.Info("oom_score_adj clamped", "wanted", *spec.Process.OOMScoreAdj, "set", floor)
 	spec.Process.OOMScoreAdj = &floor
+	return true
 }
 
-// start sets up the container's stdio and starts its init process.
-func (k *ctr) start(sp *specs.Process, req *CreateRequest) error {
-	p, err := lcproc.FromSpec(sp)
-	if err != nil {
-		return err
-	}
-	p.Init = true
+// start sets up the container's stdio and has rt create it (its init
+// then waits for begin).
+func (k *ctr) start(rt ocirt.Runtime, spec *specs.Spec, req *CreateRequest) (err error) {
 	k.stdinOnce = req.StdinOnce
 	if req.LogPath != "" {
 		if k.log, err = crilog.Open(req.LogDir, req.LogPath); err != nil {
 			return err
 		}
 	}
-	var childEnds []*os.File
+	stdio := ocirt.Stdio{TTY: req.TTY}
+	var parentEnds []*os.File
 	defer func() {
-		for _, f := range childEnds {
-			f.Close()
-		}
-	}()
-	var stdoutR, stderrR, consoleSock *os.File
-	if req.TTY {
-		parent, child, err := console.SocketPair()
-		if err != nil {
-			return err
-		}
-		defer parent.Close()
-		p.ConsoleSocket, consoleSock = child, parent
-		childEnds = append(childEnds, child)
-	} else {
-		var w1, w2 *os.File
-		if stdoutR, w1, err = os.Pipe(); err != nil {
-			return err
-		}
-		if stderrR, w2, err = os.Pipe(); err != nil {
-			stdoutR.Close()
-			w1.Close()
-			return err
-		}
-		p.Stdout, p.Stderr = w1, w2
-		childEnds = append(childEnds, w1, w2)
-	}
-	if req.Stdin && !req.TTY {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		p.Stdin, k.stdin = r, w
-		childEnds = append(childEnds, r)
-	}
-	if err := k.c.Start(p); err != nil {
-		for _, f := range []*os.File{stdoutR, stderrR} {
+		for _, f := range []*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr} {
 			if f != nil {
 				f.Close()
 			}
 		}
-		if k.stdin != nil {
-			k.stdin.Close()
-		}
-		return fmt.Errorf("start container init: %w", err)
-	}
-	k.p = p
-	if consoleSock != nil {
-		master, err := console.RecvFile(consoleSock, false)
 		if err != nil {
-			_ = k.c.Signal(unix.SIGKILL) // the console's error is the one reported
-			_, _ = p.Wait()
+			for _, f := range parentEnds {
+				f.Close()
+			}
+		}
+	}()
+	var stdoutR, stderrR *os.File
+	if !req.TTY {
+		if stdoutR, stdio.Stdout, err = os.Pipe(); err != nil {
 			return err
 		}
+		parentEnds = append(parentEnds, stdoutR)
+		if stderrR, stdio.Stderr, err = os.Pipe(); err != nil {
+			return err
+		}
+		parentEnds = append(parentEnds, stderrR)
+		if req.Stdin {
+			var w *os.File
+			if stdio.Stdin, w, err = os.Pipe(); err != nil {
+				return err
+			}
+			parentEnds = append(parentEnds, w)
+			k.stdin = w
+		}
+	}
+	if k.c, err = rt.Create(k.id, req.Bundle, spec, stdio); err != nil {
+		k.stdin = nil
+		return err
+	}
+	if master := k.c.Console(); master != nil {
 		k.tty = master
 		if req.Stdin {
 			k.stdin = master
@@ -276,10 +244,8 @@ func (k *ctr) copy(stream string, r *os.File) {
 
 // waitExit reaps the init, records the exit atomically, then publishes it.
 func (k *ctr) waitExit(log *slog.Logger) {
-	ps, err := k.p.Wait()
-	if pid, perr := k.p.Pid(); perr == nil {
-		k.reaper.untrack(pid)
-	}
+	ps, err := k.c.Wait()
+	k.reaper.untrack(k.c.PID())
 	code := -1
 	if ps != nil {
 		code = exitCode(ps)
@@ -308,13 +274,13 @@ func (k *ctr) waitExit(log *slog.Logger) {
 // killLeftovers kills what is left in the container's cgroup once its init
 // is gone. With a PID namespace of its own the kernel already did; in a
 // shared-PID or host-PID pod the init's children would live on (holding
-// ports, writing logs) until RemoveContainer. libcontainer's SIGKILL of such
-// a container kills its whole cgroup: cgroup.kill on cgroup v2 (and the
-// unified hierarchy of a hybrid host), else freeze, SIGKILL every member,
-// thaw.
+// ports, writing logs) until RemoveContainer. The runtime's SIGKILL to all
+// kills the whole cgroup (libcontainer: cgroup.kill on cgroup v2 and the
+// unified hierarchy of a hybrid host, else freeze, SIGKILL every member,
+// thaw).
 func (k *ctr) killLeftovers(log *slog.Logger) {
-	err := k.c.Signal(unix.SIGKILL)
-	if err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+	err := k.c.Signal(unix.SIGKILL, true)
+	if err != nil && !errors.Is(err, ocirt.ErrNotRunning) {
 		log.Warn("kill the rest of the container's cgroup", "container", k.id, "err", err)
 	}
 }
@@ -325,8 +291,8 @@ func (k *ctr) killLeftovers(log *slog.Logger) {
 // cgroup v2 cgdriver.WatchOOM does it (libcontainer's NotifyOOM loses kills
 // there); on v1 libcontainer's eventfd on memory.oom_control.
 func (k *ctr) watchOOM(log *slog.Logger) {
-	if st, err := k.c.State(); err == nil && cgdriver.Unified() && st.CgroupPaths[""] != "" {
-		w, err := cgdriver.WatchOOM(st.CgroupPaths[""])
+	if paths, err := k.c.CgroupPaths(); err == nil && cgdriver.Unified() && paths[""] != "" {
+		w, err := cgdriver.WatchOOM(paths[""])
 		if err == nil {
 			k.oomWatch = w
 			return
@@ -350,8 +316,8 @@ func (k *ctr) watchOOM(log *slog.Logger) {
 // oomKilled reads the cgroup's OOM kill count (v1 memory.oom_control, v2
 // memory.events) or, once the cgroup is gone, what watchOOM saw.
 func (k *ctr) oomKilled(code int) bool {
-	if st, err := k.c.State(); err == nil {
-		if n, err := cgdriver.OOMKills(st.CgroupPaths); err == nil && n > 0 {
+	if paths, err := k.c.CgroupPaths(); err == nil {
+		if n, err := cgdriver.OOMKills(paths); err == nil && n > 0 {
 			return true
 		}
 	}
@@ -369,7 +335,7 @@ func (k *ctr) oomKilled(code int) bool {
 
 // begin lets a created container's init exec the user's process.
 func (k *ctr) begin() (*ContainerInfo, error) {
-	if err := k.c.Exec(); err != nil {
+	if err := k.c.Start(); err != nil {
 		return nil, fmt.Errorf("start container: %w", err)
 	}
 	k.mu.Lock()
@@ -386,7 +352,7 @@ func (k *ctr) kill(sig syscall.Signal, timeout time.Duration) (*ContainerInfo, e
 	default:
 	}
 	if sig != 0 && sig != syscall.SIGKILL && timeout > 0 {
-		if err := k.c.Signal(sig); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+		if err := k.c.Signal(sig, false); err != nil && !errors.Is(err, ocirt.ErrNotRunning) {
 			return nil, fmt.Errorf("signal container: %w", err)
 		}
 		select {
@@ -395,7 +361,7 @@ func (k *ctr) kill(sig syscall.Signal, timeout time.Duration) (*ContainerInfo, e
 		case <-time.After(timeout):
 		}
 	}
-	if err := k.c.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+	if err := k.c.Signal(syscall.SIGKILL, false); err != nil && !errors.Is(err, ocirt.ErrNotRunning) {
 		return nil, fmt.Errorf("kill container: %w", err)
 	}
 	select {
@@ -404,6 +370,18 @@ func (k *ctr) kill(sig syscall.Signal, timeout time.Duration) (*ContainerInfo, e
 	case <-time.After(30 * time.Second):
 		return nil, fmt.Errorf("container %s did not exit after SIGKILL", k.id)
 	}
+}
+
+// deleteContainer removes the container's runtime state. libcontainer's
+// Destroy runs the spec's poststop hooks (CDI's) as children of this
+// monitor that it waits for, so the orphan reaper is held off meanwhile; a
+// runtime binary holds it off itself (ocirt.Binary.Guard).
+func (cs *containers) deleteContainer(k *ctr) error {
+	if k.runtime == "" {
+		done := cs.reaper.starting()
+		defer done()
+	}
+	return k.c.Delete()
 }
 
 // remove kills the container if needed and destroys it.
@@ -415,12 +393,7 @@ func (cs *containers) remove(id string) error {
 	if _, err := k.kill(syscall.SIGKILL, 0); err != nil {
 		return err
 	}
-	// Destroy runs the spec's poststop hooks (CDI's): children of the
-	// monitor that libcontainer waits for, so the reaper must not take them.
-	done := cs.reaper.starting()
-	err = k.c.Destroy()
-	done()
-	if err != nil {
+	if err := cs.deleteContainer(k); err != nil {
 		return fmt.Errorf("destroy container: %w", err)
 	}
 	if k.log != nil {

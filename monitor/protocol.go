@@ -65,6 +65,15 @@ type CreateRequest struct {
 	Stdin     bool   `json:"stdin,omitempty"`
 	StdinOnce bool   `json:"stdin_once,omitempty"`
 	TTY       bool   `json:"tty,omitempty"`
+	// Runtime, when set, is the OCI runtime binary that runs the container
+	// (its RuntimeClass handler's); nil: the built-in libcontainer.
+	Runtime *RuntimeBinary `json:"runtime,omitempty"`
+}
+
+// RuntimeBinary is an external OCI runtime.
+type RuntimeBinary struct {
+	Path string `json:"path"`
+	Root string `json:"root"`
 }
 
 // Response is the monitor's answer.
@@ -79,6 +88,9 @@ type ContainerInfo struct {
 	PID       int       `json:"pid"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	Exit      *Exit     `json:"exit,omitempty"`
+	// Runtime is the OCI runtime binary that runs the container ("": the
+	// built-in one). A monitor older than runtime handlers never sets it.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // Exit records how a container's init ended. The monitor writes it to

@@ -43,6 +43,7 @@ type Options struct {
 	Containers   Containers
 	Log          *slog.Logger
 	Events       *events.Broker // lifecycle events; nil: nobody listens
+	Handlers     Handlers       // RuntimeClass handlers; nil: only the built-in ""
 }
 
 // Manager owns every sandbox of one minicri instance.

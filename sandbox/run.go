@@ -31,6 +31,9 @@ func (m *Manager) Run(ctx context.Context, cfg Config) (string, error) {
 	if err := validate(&cfg); err != nil {
 		return "", err
 	}
+	if err := m.checkHandler(cfg); err != nil {
+		return "", err
+	}
 	if _, err := m.opts.CgroupDriver.Parent(cfg.CgroupParent); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
 	}

@@ -123,10 +123,11 @@ func (m *Manager) removeLocked(ctx context.Context, sb *Sandbox) error {
 	if err := m.removeDirs(sb.ID()); err != nil {
 		return fmt.Errorf("remove sandbox %s: %w", sb.ID(), err)
 	}
+	final := sb.Info()
 	sb.removed = true
 	m.store.delete(sb.ID())
 	m.inflight.forget(sb.rec.Config.Metadata.key())
-	m.emit(events.Deleted, sb.ID())
+	m.opts.Events.Publish(events.Event{Kind: events.Deleted, ID: sb.ID(), PodID: sb.ID(), Final: final})
 	m.log.Info("pod sandbox removed", "pod", sb.ID())
 	return nil
 }

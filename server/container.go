@@ -27,6 +27,7 @@ type Containers interface {
 	ListStats(f container.Filter) []container.Stats
 	PodStats(podID string) (container.PodStats, error)
 	PodMetrics(podID string) (container.PodSample, error)
+	FsInfo() (container.FsUsage, error)
 	UpdateResources(ctx context.Context, id string, r container.Resources) error
 	// Checkpoint writes a KEP-2008 forensic checkpoint archive of a running
 	// container to location; the container keeps running.
@@ -171,6 +172,7 @@ func containerStatusToCRI(c container.Info) *runtimeapi.ContainerStatus {
 		Mounts:      mountsToCRI(c.Config.Mounts, c.ImageMounts),
 		LogPath:     c.LogPath,
 		Resources:   &runtimeapi.ContainerResources{Linux: resourcesToCRI(c.Config.Resources)},
+		StopSignal:  signalToCRI(c.StopSignal()),
 	}
 	if u := c.User; u != nil {
 		lu := &runtimeapi.LinuxContainerUser{Uid: int64(u.UID), Gid: int64(u.GID)}

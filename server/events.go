@@ -5,7 +5,6 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/internal/events"
 )
 
@@ -52,11 +51,7 @@ func (s *Server) eventToCRI(e events.Event) *runtimeapi.ContainerEventResponse {
 		ContainerEventType: eventTypes[e.Kind],
 		CreatedAt:          e.At.UnixNano(),
 	}
-	if info, err := s.sandboxes.Get(e.PodID); err == nil {
-		resp.PodSandboxStatus = podSandboxStatus(info)
-	}
-	for _, c := range s.containers.List(container.Filter{PodID: e.PodID}) {
-		resp.ContainersStatuses = append(resp.ContainersStatuses, containerStatusToCRI(c))
-	}
+	resp.PodSandboxStatus = s.eventSandbox(e)
+	resp.ContainersStatuses = s.containersStatuses(e.PodID)
 	return resp
 }

@@ -99,7 +99,18 @@ func (s *Server) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*
 		UsedBytes:  &runtimeapi.UInt64Value{Value: u.UsedBytes},
 		InodesUsed: &runtimeapi.UInt64Value{Value: u.InodesUsed},
 	}
-	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{fs}}, nil
+	resp := &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{fs}}
+	if s.containers != nil {
+		cu, err := s.containers.FsInfo()
+		if err != nil {
+			return nil, err
+		}
+		resp.ContainerFilesystems = []*runtimeapi.FilesystemUsage{{
+			Timestamp: cu.Timestamp.UnixNano(), FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: cu.Mountpoint},
+			UsedBytes: u64(cu.UsedBytes), InodesUsed: u64(cu.InodesUsed),
+		}}
+	}
+	return resp, nil
 }
 
 func imageToCRI(img image.Image) *runtimeapi.Image {

@@ -30,13 +30,8 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 			{Type: runtimeapi.RuntimeReady, Status: true},
 			netReady,
 		}},
-		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{
-			// libcontainer makes "rro" mounts with mount_setattr (Linux >= 5.12).
-			RecursiveReadOnlyMounts: true,
-			// Pods get their own user namespace, with idmapped rootfs mounts.
-			UserNamespaces: true,
-		}}},
-		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true},
+		RuntimeHandlers: s.runtimeHandlers(),
+		Features:        &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true},
 	}
 	if req.GetVerbose() {
 		info, _ := json.Marshal(map[string]any{"runtime": RuntimeName, "version": RuntimeVersion})
@@ -44,6 +39,31 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 		resp.Info = map[string]string{"info": string(info), "config": string(cfg)}
 	}
 	return resp, nil
+}
+
+// HandlerInfo is a RuntimeClass handler and its features.
+type HandlerInfo struct {
+	Name                    string
+	RecursiveReadOnlyMounts bool
+	UserNamespaces          bool
+}
+
+// runtimeHandlers lists every handler with its features.
+func (s *Server) runtimeHandlers() []*runtimeapi.RuntimeHandler {
+	hs := s.handlers
+	if len(hs) == 0 {
+		// The built-in libcontainer makes "rro" mounts with mount_setattr
+		// (Linux >= 5.12) and gives pods their own user namespace, with
+		// idmapped rootfs mounts.
+		hs = []HandlerInfo{{Name: "", RecursiveReadOnlyMounts: true, UserNamespaces: true}}
+	}
+	out := make([]*runtimeapi.RuntimeHandler, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, &runtimeapi.RuntimeHandler{Name: h.Name, Features: &runtimeapi.RuntimeHandlerFeatures{
+			RecursiveReadOnlyMounts: h.RecursiveReadOnlyMounts, UserNamespaces: h.UserNamespaces,
+		}})
+	}
+	return out
 }
 
 // RuntimeConfig reports the cgroup driver minicri uses; the kubelet follows it.

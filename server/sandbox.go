@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -48,11 +49,14 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 
 // PodSandboxStatus reports one sandbox.
 func (s *Server) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+	stamp := time.Now() // before reading: see pleg.go
 	info, err := s.sandboxes.Get(req.GetPodSandboxId())
 	if err != nil {
 		return nil, err
 	}
-	resp := &runtimeapi.PodSandboxStatusResponse{Status: podSandboxStatus(info)}
+	resp := &runtimeapi.PodSandboxStatusResponse{
+		Status: podSandboxStatus(info), ContainersStatuses: s.containersStatuses(info.ID), Timestamp: stamp.UnixNano(),
+	}
 	if req.GetVerbose() {
 		resp.Info = map[string]string{"info": verboseInfo(info)}
 	}

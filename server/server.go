@@ -53,6 +53,7 @@ type Server struct {
 	log        *slog.Logger
 	config     any
 	systemd    bool
+	handlers   []HandlerInfo
 }
 
 // Deps are the domain services the server translates to.
@@ -70,13 +71,16 @@ type Deps struct {
 	// SystemdCgroups: the cgroup driver in use is systemd (else cgroupfs),
 	// as RuntimeConfig tells the kubelet.
 	SystemdCgroups bool
+	// Handlers are the RuntimeClass handlers Status advertises; empty: the
+	// built-in "" only.
+	Handlers []HandlerInfo
 }
 
 // New creates the server.
 func New(d Deps) *Server {
 	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, network: d.Network,
 		streaming: d.Streaming, events: d.Events, log: d.Log, config: d.Config,
-		systemd: d.SystemdCgroups}
+		systemd: d.SystemdCgroups, handlers: d.Handlers}
 }
 
 // Register adds the CRI services to g.

@@ -64,11 +64,15 @@ func cpuToCRI(u container.Usage) *runtimeapi.CpuUsage {
 }
 
 func memoryToCRI(u container.Usage) *runtimeapi.MemoryUsage {
-	return &runtimeapi.MemoryUsage{
+	m := &runtimeapi.MemoryUsage{
 		Timestamp: u.Timestamp.UnixNano(), WorkingSetBytes: u64(u.MemoryWorkingSet), UsageBytes: u64(u.MemoryUsage),
 		RssBytes: u64(u.MemoryRSS), PageFaults: u64(u.PageFaults), MajorPageFaults: u64(u.MajorPageFaults),
 		Psi: psiToCRI(u.MemoryPressure),
 	}
+	if avail, ok := u.MemoryAvailable(); ok {
+		m.AvailableBytes = u64(avail)
+	}
+	return m
 }
 
 func swapToCRI(u container.Usage) *runtimeapi.SwapUsage {
@@ -121,6 +125,7 @@ func podStatsToCRI(info sandbox.Info, ps container.PodStats) *runtimeapi.PodSand
 		Cpu:     cpuToCRI(ps.Usage),
 		Memory:  memoryToCRI(ps.Usage),
 		Process: &runtimeapi.ProcessUsage{Timestamp: ps.Usage.Timestamp.UnixNano(), ProcessCount: u64(ps.Usage.Processes)},
+		Io:      ioToCRI(ps.Usage),
 	}
 	if len(ps.Interfaces) > 0 {
 		net := &runtimeapi.NetworkUsage{Timestamp: ps.Usage.Timestamp.UnixNano()}

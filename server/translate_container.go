@@ -27,9 +27,7 @@ func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
 		Security:    securityFromCRI(c.GetLinux().GetSecurityContext()),
 	}
 	cfg.UserSpecifiedImage = c.GetImage().GetUserSpecifiedImage()
-	if s := c.GetStopSignal(); s != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
-		cfg.StopSignal = strings.TrimPrefix(s.String(), "SIGNAL_")
-	}
+	cfg.StopSignal = signalFromCRI(c.GetStopSignal())
 	for _, kv := range c.GetEnvs() {
 		cfg.Env = append(cfg.Env, kv.GetKey()+"="+string(kv.GetValue()))
 	}

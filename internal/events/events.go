@@ -24,6 +24,10 @@ type Event struct {
 	ID    string // the container's ID, or the sandbox's for sandbox events
 	PodID string
 	At    time.Time
+	// Final is the object's last view for a Deleted event, whose store has
+	// dropped it by the time a subscriber reads (a sandbox.Info for a
+	// sandbox: the kubelet needs the pod's status to forget it).
+	Final any
 }
 
 // bufferSize is how many events a subscriber may lag behind before it is

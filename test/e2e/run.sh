@@ -18,6 +18,10 @@
 #   E2E_KUBELET_V   kubelet verbosity (default 5; 10 also logs every CRI request)
 #   E2E_KEEP=1      keep the temp dirs
 #   E2E_PAUSE_ON_FAIL=SECONDS  sleep after a failed check (to look around)
+#   E2E_FEATURE_GATES  kubelet feature gates, "Name=true,Other=false" (default none); with
+#                   EventedPLEG=true the standalone mode also checks that the kubelet took the CRI's
+#                   event stream and pod statuses (no fallback, no per-container polling):
+#                   `make e2e-evented`
 #   E2E_CGROUP_DRIVER  "" (default: the kubelet takes the driver from minicri, cgroupfs
 #                   here) or "systemd": the kubelet runs with cgroupDriver: systemd and the
 #                   default cgroupRoot (pods in kubepods.slice), minicri with its default
@@ -413,6 +417,7 @@ kubelet_start() {
 		imageGCHighThresholdPercent: 99
 		imageGCLowThresholdPercent: 98
 		nodeStatusUpdateFrequency: 4s
+		$(feature_gates_yaml)
 	EOF
 	args=(--config "$dir/config.yaml" --root-dir "$dir/root" --hostname-override "$NODE_NAME"
 		--node-ip "$NODE_IP" --v "$KUBELET_V")
@@ -428,6 +433,40 @@ kubelet_start() {
 	check "kubelet takes the cgroup driver ($CGROUP_DRIVER) from minicri's RuntimeConfig" \
 		grep -q "Using cgroup driver setting received from the CRI runtime.*cgroupDriver=\"$CGROUP_DRIVER\"" "$KUBELET_LOG"
 }
+
+# feature_gates_yaml: E2E_FEATURE_GATES as the kubelet config's featureGates map.
+feature_gates_yaml() {
+	local gate
+	[ -n "${E2E_FEATURE_GATES:-}" ] || return 0
+	printf 'featureGates:'
+	for gate in ${E2E_FEATURE_GATES//,/ }; do
+		printf '\n  %s: %s' "${gate%%=*}" "${gate#*=}"
+	done
+}
+
+# evented_pleg_checks: with EventedPLEG=true, the kubelet (v1.37: the CRI event stream
+# requests a relist when a container stops; pod statuses come from PodSandboxStatus's
+# containers_statuses and timestamp) used minicri's events and statuses throughout.
+evented_pleg_checks() {
+	case ",${E2E_FEATURE_GATES:-}," in *,EventedPLEG=true,*) ;; *) return 0 ;; esac
+	check "evented PLEG: a stopped container's event made the kubelet relist its pod" \
+		grep -q 'Evented PLEG: requested pod relist after container termination' "$KUBELET_LOG"
+	check "evented PLEG: no event without a pod status (all carry PodSandboxStatus.Metadata)" \
+		not_in_log 'received ContainerEventResponse with nil PodSandboxStatus'
+	check "evented PLEG: the event stream never failed (no fallback to relisting alone)" \
+		not_in_log 'Evented PLEG: failed to get container events\|disabling container-termination fast path'
+	check "evented PLEG: every pod status had a timestamp (no per-container polling fallback)" \
+		not_in_log 'Runtime does not set pod status timestamp'
+	# Left: one ContainerStatus per removed container (the kubelet's log cleanup asks it).
+	check "evented PLEG: the kubelet polled no ContainerStatus (statuses came with the pod's)" \
+		eval '[ "$(kubelet_op_count container_status)" -le "$(kubelet_op_count remove_container)" ]'
+}
+
+# kubelet_op_count OPERATION: the kubelet's count of a CRI operation (0 if none).
+kubelet_op_count() { kubelet_cri_metrics | awk -v op="$1" '$1 == op { n = $2 } END { print n + 0 }'; }
+
+# not_in_log PATTERN: the kubelet's log lacks PATTERN (grep basic regex).
+not_in_log() { ! grep -q "$1" "$KUBELET_LOG"; }
 
 # minicri_running: the instance is alive (a failed check says how it ended otherwise).
 minicri_running() {
@@ -583,6 +622,7 @@ mode_standalone() {
 	check "no leaked netns, mounts, cgroups or processes" leak_check
 	check "kubelet still running" proc_running kubelet
 	minicri_running && pass "minicri still running"
+	evented_pleg_checks
 	cri_report standalone "$mark" "$KUBELET_LOG"
 	kubelet_stop standalone
 }

@@ -157,7 +157,7 @@ func (i *instance) ctrLeftovers(id string, pod podInfo) []string {
 	var problems []string
 	for _, d := range []string{
 		filepath.Join(i.dir, "root", "containers", id), filepath.Join(i.dir, "state", "containers", id),
-		filepath.Join(i.dir, "state", "runc", id),
+		filepath.Join(i.dir, "state", "runc", id), filepath.Join(i.dir, "state", "runtimes", "runc", id),
 	} {
 		if _, err := os.Stat(d); err == nil {
 			problems = append(problems, "directory "+d)

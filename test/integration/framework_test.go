@@ -38,7 +38,8 @@ type instance struct {
 	confDir          string
 	binDirs          []string
 	noDefaultNetwork bool
-	registry         bool // mirrors point at the test registry (withRegistry)
+	registry         bool   // mirrors point at the test registry (withRegistry)
+	handler          string // RuntimeClass handler of every pod (runtimeclass_test.go)
 	cmd              *exec.Cmd
 	conn             *grpc.ClientConn
 	rt               runtimeapi.RuntimeServiceClient
@@ -96,7 +97,7 @@ func newInstance(t *testing.T, opts ...option) *instance {
 	}
 	cfg := fmt.Sprintf("cgroup_parent = %q\n[network]\nconf_dir = %q\nbin_dirs = %s\ndefault_name = %q\ndefault_bridge = %q\ndefault_subnet = %q\ndefault_network = %v\n",
 		i.cgParent, i.confDir, binDirs, i.netName, i.bridge, i.subnet, !i.noDefaultNetwork) +
-		fmt.Sprintf("[registry]\nconfig_path = %q\n", hostsDir)
+		fmt.Sprintf("[registry]\nconfig_path = %q\n", hostsDir) + i.runtimesConfig()
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func podConfig(name string) *runtimeapi.PodSandboxConfig {
 
 func (i *instance) runPod(t *testing.T, cfg *runtimeapi.PodSandboxConfig) string {
 	t.Helper()
-	resp, err := i.rt.RunPodSandbox(ctx(t), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	resp, err := i.rt.RunPodSandbox(ctx(t), &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: i.handler})
 	if err != nil {
 		t.Fatalf("RunPodSandbox: %v", err)
 	}

@@ -20,7 +20,7 @@ var registry struct {
 func registryURL(t *testing.T) string {
 	t.Helper()
 	registry.once.Do(func() {
-		entries, err := fixture.BuildCatalog(fixture.CatalogOptions{})
+		entries, err := fixture.BuildCatalog(fixture.CatalogOptions{Artifacts: true})
 		if err != nil {
 			registry.err = err
 			return
