@@ -198,3 +198,26 @@ func TestWorkingDirIsCreated(t *testing.T) {
 	i.assertCtrGone(t, id)
 	i.assertNothingLeft(t, map[string]podInfo{podID: info})
 }
+
+// TestImageSpecRuntimeHandler: an unknown ImageSpec.runtime_handler in
+// PullImage or ImageStatus is InvalidArgument naming it, as the CRI asks;
+// a known one (the default "", or "runc" when configured) pulls as usual.
+// Before the fix it was ignored.
+func TestImageSpecRuntimeHandler(t *testing.T) {
+	needRunc(t)
+	i := newInstance(t, withRegistry(), func(i *instance) { i.handler = "runc" })
+	for _, h := range []string{"", "runc"} {
+		if _, err := i.images().PullImage(ctx(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: busybox, RuntimeHandler: h}}); err != nil {
+			t.Errorf("pull with handler %q: %v", h, err)
+		}
+	}
+	spec := &runtimeapi.ImageSpec{Image: busybox, RuntimeHandler: "no-such-handler"}
+	_, err := i.images().PullImage(ctx(t), &runtimeapi.PullImageRequest{Image: spec})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `"no-such-handler"`) {
+		t.Errorf("pull with an unknown handler: %v, want InvalidArgument naming it", err)
+	}
+	_, err = i.images().ImageStatus(ctx(t), &runtimeapi.ImageStatusRequest{Image: spec})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("image status with an unknown handler: %v, want InvalidArgument", err)
+	}
+}
