@@ -155,7 +155,7 @@ func buildAnnotations(cfg *Config, podID string) map[string]string {
 	}
 	a[AnnotationSandboxID] = podID
 	a[AnnotationContainerName] = cfg.Name
-	a[AnnotationImageName] = cfg.Image
+	a[AnnotationImageName] = annotatedImageName(cfg)
 	a[AnnotationContainerType] = containerTypeContainer
 	return a
 }

@@ -26,6 +26,7 @@ func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
 		Resources:   resourcesFromCRI(c.GetLinux().GetResources()),
 		Security:    securityFromCRI(c.GetLinux().GetSecurityContext()),
 	}
+	cfg.UserSpecifiedImage = c.GetImage().GetUserSpecifiedImage()
 	cfg.StopSignal = signalFromCRI(c.GetStopSignal())
 	for _, kv := range c.GetEnvs() {
 		cfg.Env = append(cfg.Env, kv.GetKey()+"="+string(kv.GetValue()))
@@ -42,6 +43,7 @@ func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
 			ImageSubPath:      m.GetImageSubPath(),
 			UIDMappings:       idmapsFromCRI(m.GetUidMappings()),
 			GIDMappings:       idmapsFromCRI(m.GetGidMappings()),
+			MountOptions:      m.GetMountOptions(),
 		})
 	}
 	for _, d := range c.GetCDIDevices() {
@@ -196,6 +198,7 @@ func mountsToCRI(ms []container.Mount, ims []container.ImageMount) []*runtimeapi
 			RecursiveReadOnly: m.RecursiveReadOnly, SelinuxRelabel: m.SelinuxRelabel,
 			Propagation: runtimeapi.MountPropagation(m.Propagation), ImageSubPath: m.ImageSubPath, //nolint:gosec // one of the three CRI propagation values, checked on the way in
 			UidMappings: idmapsToCRI(m.UIDMappings), GidMappings: idmapsToCRI(m.GIDMappings),
+			MountOptions: m.MountOptions,
 		}
 		if m.Image != "" {
 			cm.Image = &runtimeapi.ImageSpec{Image: m.Image}
