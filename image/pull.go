@@ -451,7 +451,7 @@ func (p *puller) pull(ctx context.Context) (Image, error) {
 	rec := &record{
 		ID:             configDigest,
 		ManifestDigest: mb.digest.String(),
-		Size:           uint64(top.size) + uint64(len(cfgData)),
+		Size:           top.size + uint64(len(cfgData)),
 		Blobs:          append(top.blobs, configDigest),
 		config:         cfg,
 	}
@@ -475,7 +475,7 @@ type resolved struct {
 	m      *v1.Manifest
 	digest string   // the reference's own manifest or index
 	blobs  []string // every manifest and index on the way
-	size   int64    // the image manifest's
+	size   uint64   // the image manifest's
 }
 
 func (p *puller) resolveManifest(ctx context.Context) (resolved, error) {
@@ -487,7 +487,7 @@ func (p *puller) resolveManifest(ctx context.Context) (resolved, error) {
 	if err != nil {
 		return resolved{}, err
 	}
-	r := resolved{digest: mb.digest.String(), blobs: []string{mb.digest.String()}, size: int64(len(mb.data))}
+	r := resolved{digest: mb.digest.String(), blobs: []string{mb.digest.String()}, size: uint64(len(mb.data))}
 	for depth := 0; mb.mediaType.IsIndex(); depth++ {
 		if depth > 2 {
 			return r, errors.New("nested image indexes are too deep")
@@ -506,7 +506,7 @@ func (p *puller) resolveManifest(ctx context.Context) (resolved, error) {
 			return r, err
 		}
 		r.blobs = append(r.blobs, mb.digest.String())
-		r.size = int64(len(mb.data))
+		r.size = uint64(len(mb.data))
 	}
 	switch mb.mediaType {
 	case types.OCIManifestSchema1, types.DockerManifestSchema2:
