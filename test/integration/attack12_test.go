@@ -1,0 +1,74 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TestUserNSDeviceContainerPathIsNotAHostPath: in a pod with its own user
+// namespace libcontainer cannot mknod, and binds the host's file at the
+// device's *container* path instead of the device it was given. The
+// container path is the pod's to choose (a block volume's devicePath), so
+// a container got any host file its user namespace could reach by path
+// (here a host-only file in place of the device it asked for). The device
+// must be the node at its host path, allowed by the device cgroup.
+func TestUserNSDeviceContainerPathIsNotAHostPath(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	// A file only the host should see, on a path any user may traverse.
+	hostDir, err := os.MkdirTemp("/tmp", "minicri-attack12-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(hostDir) })
+	if err := os.Chmod(hostDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hostFile := filepath.Join(hostDir, "host-only.txt")
+	if err := os.WriteFile(hostFile, []byte("HOST-ONLY\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The device the container is given: a fuse node (10:229), which the
+	// default device cgroup rules do not allow.
+	dev := filepath.Join(t.TempDir(), "fuse")
+	if err := unix.Mknod(dev, unix.S_IFCHR|0o666, int(unix.Mkdev(10, 229))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dev, 0o666); err != nil {
+		t.Fatal(err)
+	}
+
+	pod := usernsPodConfig("devpath", runtimeapi.NamespaceMode_POD, mapping(0, usernsHostID, 65536))
+	pod.LogDirectory = filepath.Join(i.dir, "logs", "devpath")
+	podID := i.runPod(t, pod)
+	_, info := i.status(t, podID)
+	cfg := ctrConfig("dev", `stat -c "%F %t:%T" `+hostFile+`; cat `+hostFile+`
+(exec 3<>`+hostFile+`) && echo device-opened || echo device-refused
+echo done; sleep 1000`)
+	cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: pod.Linux.SecurityContext.NamespaceOptions}
+	cfg.Devices = []*runtimeapi.Device{{HostPath: dev, ContainerPath: hostFile, Permissions: "rw"}}
+	id := i.run(t, podID, pod, cfg)
+	lines := waitLog(t, i.ctrStatus(t, id).LogPath, "done", 10*time.Second)
+	var out []string
+	for _, l := range lines {
+		out = append(out, l.content)
+	}
+	got := strings.Join(out, "\n")
+	if strings.Contains(got, "HOST-ONLY") {
+		t.Errorf("the container read the host's file at its device's container path:\n%s", got)
+	}
+	for _, want := range []string{"character special file a:e5", "device-opened"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the container does not see its device at %s (want %q):\n%s", hostFile, want, got)
+		}
+	}
+	i.stopRemove(t, podID)
+	i.assertCtrGone(t, id)
+	i.assertNothingLeft(t, map[string]podInfo{podID: info})
+}
