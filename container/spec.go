@@ -120,7 +120,7 @@ func BuildSpec(in SpecInput) (*specs.Spec, error) {
 		return nil, err
 	}
 
-	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sec)
+	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sec, in.Pod.UserNS != nil)
 
 	devices, rules, moved, err := buildDevices(cfg)
 	if err != nil {

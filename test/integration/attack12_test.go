@@ -72,3 +72,26 @@ echo done; sleep 1000`)
 	i.assertCtrGone(t, id)
 	i.assertNothingLeft(t, map[string]podInfo{podID: info})
 }
+
+// TestNoMaskListsIsNoWritableProcSys: a container of a pod without its own
+// user namespace, created without masked and read-only paths (as crictl
+// and critest create them; the kubelet sends none only for procMount
+// Unmasked, which the API allows with hostUsers: false only), must not get
+// a writable /proc/sys: root there is host root, and the host runs
+// kernel.core_pattern as root. Before the fix, nil meant none everywhere.
+func TestNoMaskListsIsNoWritableProcSys(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	podID, pod := i.podWithLogs(t, "nomasks")
+	_, info := i.status(t, podID)
+	id := i.run(t, podID, pod, ctrConfig("nomasks", "sleep 1000"))
+	// kernel.domainname (the pod's UTS namespace: harmless to the host) has
+	// core_pattern's permissions: mode 0644, root, no capability needed.
+	code, out := i.execIn(t, id, "sh", "-c", "echo evil > /proc/sys/kernel/domainname && echo PROC-SYS-WRITTEN; test -c /proc/keys || echo KEYS-UNMASKED; true")
+	if code != 0 || strings.Contains(out, "WRITTEN") || strings.Contains(out, "UNMASKED") {
+		t.Errorf("a container without mask lists in a pod without a user namespace: %d %q", code, out)
+	}
+	i.stopRemove(t, podID)
+	i.assertCtrGone(t, id)
+	i.assertNothingLeft(t, map[string]podInfo{podID: info})
+}
