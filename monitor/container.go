@@ -108,6 +108,7 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	if err != nil {
 		return nil, fmt.Errorf("convert spec: %w", err)
 	}
+	cfg.Labels = withBundle(cfg.Labels, req.Bundle)
 	c, err := libcontainer.Create(req.RuncRoot, id, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create container: %w", err)

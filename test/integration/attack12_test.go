@@ -95,3 +95,39 @@ func TestNoMaskListsIsNoWritableProcSys(t *testing.T) {
 	i.assertCtrGone(t, id)
 	i.assertNothingLeft(t, map[string]podInfo{podID: info})
 }
+
+// TestCDIHookSeesTheContainerBundle: CDI hooks run as root in the host's
+// namespaces and read <bundle>/config.json to find the root they edit
+// (NVIDIA's update-ldcache, create-symlinks). The bundle they were told
+// was the daemon's working directory: there, either no config.json (GPU
+// containers fail) or one that names any root on the host.
+func TestCDIHookSeesTheContainerBundle(t *testing.T) {
+	c := newCDIInstance(t)
+	c.writeSpec(t, "hook.json", cdiSpec(cdiDevice("hooked", map[string]any{
+		"hooks": []map[string]any{c.hook("createRuntime")},
+	})))
+	podID, pod := c.podWithLogs(t, "cdibundle")
+	_, podInf := c.status(t, podID)
+	cfg := ctrConfig("bundle", "sleep 1000")
+	cfg.CDIDevices = []*runtimeapi.CDIDevice{{Name: "minicri.test/dev=hooked"}}
+	id := c.run(t, podID, pod, cfg)
+	c.hookSaw(t, "createRuntime", id)
+	b, err := os.ReadFile(filepath.Join(c.host, "hooks", "createRuntime"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state struct{ Bundle string }
+	jsonUnmarshal(t, string(b), &state)
+	var spec struct{ Root struct{ Path string } }
+	data, err := os.ReadFile(filepath.Join(state.Bundle, "config.json"))
+	if err != nil {
+		t.Fatalf("the hooks' bundle %q has no config.json: %v", state.Bundle, err)
+	}
+	jsonUnmarshal(t, string(data), &spec)
+	if !strings.Contains(spec.Root.Path, id) {
+		t.Errorf("the hooks' bundle %q names root %q, not container %s's", state.Bundle, spec.Root.Path, id)
+	}
+	c.stopRemove(t, podID)
+	c.assertCtrGone(t, id)
+	c.assertNothingLeft(t, map[string]podInfo{podID: podInf})
+}
