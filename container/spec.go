@@ -120,11 +120,14 @@ func BuildSpec(in SpecInput) (*specs.Spec, error) {
 		return nil, err
 	}
 
-	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sec)
+	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sec, in.Pod.UserNS != nil)
 
-	devices, rules, err := buildDevices(cfg)
+	devices, rules, moved, err := buildDevices(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if in.Pod.UserNS != nil {
+		devices, s.Mounts = bindMovedDevices(devices, moved, s.Mounts)
 	}
 	s.Linux.Devices = devices
 	s.Linux.Resources, err = buildResources(&cfg.Resources, rules)
