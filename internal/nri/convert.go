@@ -25,6 +25,8 @@ func podToNRI(info sandbox.Info) *api.PodSandbox {
 			CgroupParent: cfg.CgroupParent,
 			CgroupsPath:  info.CgroupPath,
 			Namespaces:   podNamespaces(info),
+			PodOverhead:  podResourcesToNRI(cfg.Overhead),
+			PodResources: podResourcesToNRI(cfg.Resources),
 		},
 		Pid: uint32(max(info.Status.Pause.PID, 0)), //nolint:gosec // a PID
 		Ips: info.Status.IPs,

@@ -29,6 +29,7 @@ type nriPlugin struct {
 	failRun    atomic.Bool
 	failCreate atomic.Bool
 	podMemory  atomic.Int64 // the memory limit UpdatePodSandbox last passed
+	runMemory  atomic.Int64 // pod resources + overhead memory RunPodSandbox last passed
 	cdiDevice  atomic.Value // string: a CDI device each created container gets
 	synced     chan struct{}
 	syncOnce   sync.Once
@@ -75,6 +76,8 @@ func (p *nriPlugin) Synchronize(context.Context, []*api.PodSandbox, []*api.Conta
 
 func (p *nriPlugin) RunPodSandbox(_ context.Context, pod *api.PodSandbox) error {
 	p.record("RunPodSandbox", pod.GetId())
+	l := pod.GetLinux()
+	p.runMemory.Store(l.GetPodResources().GetMemory().GetLimit().GetValue() + l.GetPodOverhead().GetMemory().GetLimit().GetValue())
 	if p.failRun.Load() {
 		return errors.New("nri test plugin refuses the pod")
 	}
@@ -410,4 +413,21 @@ func TestNRIPluginInjectsCDIDevices(t *testing.T) {
 	}
 	c.stopRemove(t, podID)
 	c.assertNothingLeft(t, map[string]podInfo{podID: podInf})
+}
+
+// TestNRIRunPodSandboxSeesPodResources: the pod-level resources and
+// overhead the kubelet sends with RunPodSandbox reach the plugins.
+func TestNRIRunPodSandboxSeesPodResources(t *testing.T) {
+	i := newInstance(t)
+	p, _ := i.startNRIPlugin(t)
+	cfg := podConfig("nri-res")
+	cfg.Linux.Resources = &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 128 << 20, CpuShares: 512}
+	cfg.Linux.Overhead = &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 16 << 20}
+	podID := i.runPod(t, cfg)
+	_, podInf := i.status(t, podID)
+	if got := p.runMemory.Load(); got != 144<<20 {
+		t.Errorf("RunPodSandbox passed pod memory + overhead %d, want %d", got, 144<<20)
+	}
+	i.stopRemove(t, podID)
+	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
 }
