@@ -80,6 +80,12 @@ cl_node() {
 	for kv in "$@"; do CL_NODE[$name.${kv%%=*}]=${kv#*=}; done
 }
 
+# cl_node_set NODE KEY=VALUE...: record node facts, in this shell and in the state file.
+cl_node_set() {
+	cl_node "$@"
+	cl_state "cl_node $*"
+}
+
 cl_state_load() {
 	[ -f "$CL_STATE" ] || return 1
 	# shellcheck disable=SC1090
@@ -88,6 +94,18 @@ cl_state_load() {
 
 # nget NODE KEY: a node's recorded value.
 nget() { echo "${CL_NODE[$1.$2]:-}"; }
+
+# cl_state_alive NAME: the recorded process NAME is still the one started and running.
+cl_state_alive() {
+	local e pid st name
+	for e in "${CL_PROCS[@]}"; do
+		read -r pid st name <<<"$e"
+		[ "$name" = "$1" ] || continue
+		proc_alive "$pid" && [ "$(cl_starttime "$pid")" = "$st" ]
+		return
+	done
+	return 1
+}
 
 # cl_stop_procs [NAME_GLOB]: stop recorded processes (matching the glob), newest first,
 # by PID, if the PID is still the process we started (same start time).
@@ -119,10 +137,9 @@ cl_underlay_up() {
 cl_node_netns() {
 	local name=$1 ns=$2 veth=$3 ip=$4 gw=$5
 	ip netns add "$ns"
-	cl_node "$name" "netns=$ns"
-	cl_state "cl_node $name netns=$ns"
+	cl_node_set "$name" "netns=$ns"
 	ip link add "$veth" type veth peer name "${veth}p" netns "$ns"
-	cl_state "cl_node $name veth=$veth"
+	cl_node_set "$name" "veth=$veth"
 	ip link set "$veth" master "$CL_BRIDGE" up
 	ip -n "$ns" link set "${veth}p" name eth0
 	ip -n "$ns" addr add "$ip/24" dev eth0

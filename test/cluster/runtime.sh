@@ -27,9 +27,8 @@ runtime_start() {
 	INSTANCE_NETNS=$ns INSTANCE_HOSTS_DIR=$hosts INSTANCE_DEFAULT_NETWORK=false \
 		instance_start "cl-$node" "$CL_POD_BRIDGE" "$CLUSTER_CIDR" "n${node##*-}" 8>&- 9>&- || rc=$?
 	[ "/minicri-cl-$node" = "$cgroot" ] || { cl_log "cgroup root $cgroot is not the instance's $INSTANCE_CGROUP"; rc=1; }
-	cl_node "$node" "inst_tmp=$INSTANCE_TMP" "inst_pid=${INSTANCE_PID:-}" "endpoint=$INSTANCE_ENDPOINT"
-	cl_state "cl_node $node inst_tmp=$INSTANCE_TMP inst_pid=${INSTANCE_PID:-} endpoint=$INSTANCE_ENDPOINT"
-	cl_state "cl_node $node inst_st=$(cl_starttime "${INSTANCE_PID:-0}" || echo 0)"
+	cl_node_set "$node" "inst_tmp=$INSTANCE_TMP" "inst_pid=${INSTANCE_PID:-}" "endpoint=$INSTANCE_ENDPOINT" \
+		"inst_st=$(cl_starttime "${INSTANCE_PID:-0}" || echo 0)"
 	INSTANCE_TMP=
 	INSTANCE_PID=
 	return $rc

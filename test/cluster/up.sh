@@ -94,8 +94,7 @@ cl_log "cluster network $SUBNET: underlay $NET.255.0/24 on $CL_BRIDGE, pods $CLU
 cl_underlay_up "$NET"
 for i in $(seq 1 "$NODES"); do
 	cl_node_netns "node-$i" "mcl-node-$i" "mclv$i" "$NET.255.$((10 + i))" "$GW"
-	cl_node "node-$i" "ip=$NET.255.$((10 + i))"
-	cl_state "cl_node node-$i ip=$NET.255.$((10 + i))"
+	cl_node_set "node-$i" "ip=$NET.255.$((10 + i))"
 done
 
 # ---- registry, PKI, control plane -------------------------------------------------------
@@ -209,9 +208,8 @@ for i in $(seq 1 "$NODES"); do
 	ip=$(nget "$node" ip)
 	dir=$CL_TMP/$node
 	mkdir -p "$dir/kubelet" "$dir/pod-logs" "$dir/volume-plugins" "$dir/ipam"
-	cl_state "cl_node $node dir=$dir"
 	cgroot=/minicri-cl-$node
-	cl_state "cl_node $node cgroup=$cgroot"
+	cl_node_set "$node" "dir=$dir" "cgroup=$cgroot"
 	CGROUP_ROOT=$cgroot cgroup_root_create
 	runtime_start "$node" "$ns" "$dir" "$cgroot" "$HOSTS_DIR"
 	kubelet_config "$node" "$dir" "$(nget "$node" endpoint)" "$cgroot" "$ip" >"$dir/kubelet.yaml"
@@ -223,8 +221,7 @@ done
 for node in "${CL_NODE_NAMES[@]}"; do
 	cl_wait 120 "kubelet-$node" eval "[ -n \"\$(kubectl get node $node -o jsonpath='{.spec.podCIDR}' 2>/dev/null)\" ]"
 	cidr=$(kubectl get node "$node" -o jsonpath='{.spec.podCIDR}')
-	cl_node "$node" "podcidr=$cidr"
-	cl_state "cl_node $node podcidr=$cidr"
+	cl_node_set "$node" "podcidr=$cidr"
 	cl_log "$node: IP $(nget "$node" ip), podCIDR $cidr"
 	runtime_network "$node" "$cidr"
 done
