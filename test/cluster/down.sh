@@ -47,7 +47,8 @@ cl_stop_procs '*'
 
 for node in "${CL_NODE_NAMES[@]}"; do
 	dir=$(nget "$node" dir)
-	[ -z "$dir" ] || unmount_tree "$dir/kubelet"
+	# The kubelet's volume mounts (and, with containerd, the node dir's shared bind mount).
+	[ -z "$dir" ] || unmount_tree "$dir"
 	cg=$(nget "$node" cgroup)
 	if [ -n "$cg" ]; then
 		CGROUP_ROOT=$cg cgroup_root_remove

@@ -33,7 +33,7 @@ RUNTIME=$CL_RUNTIME
 NS=netcheck
 MANIFESTS=$ROOT/test/cluster/manifests
 kubectl() { "$CLUSTER_BIN/kubectl" --kubeconfig "$KUBECONFIG" --request-timeout 60s "$@"; }
-crictl() { instance_crictl "$@"; }
+crictl() { runtime_crictl "$@"; }
 NODES_=("${CL_NODE_NAMES[@]}")
 [ ${#NODES_[@]} -ge 2 ] || { cl_log "netcheck needs at least 2 nodes"; exit 1; }
 N1=${NODES_[0]}
@@ -180,6 +180,6 @@ for n in "${NODES_[@]}"; do
 		eval "[ -z \"\$(ip -n $ns -o link show type veth | grep -v '^[0-9]*: eth0@')\" ]"
 	check "$n: no IP lease left ($(nget "$n" dir)/ipam)" \
 		eval "[ -z \"\$(find $(nget "$n" dir)/ipam -type f ! -name 'last_reserved_ip*' ! -name lock 2>/dev/null)\" ]"
-	check "$n: minicri still running" proc_alive "$INSTANCE_PID"
+	check "$n: $RUNTIME still running" proc_alive "$INSTANCE_PID"
 	check "$n: kubelet and kube-proxy still running" eval "cl_state_alive kubelet-$n && cl_state_alive kube-proxy-$n"
 done

@@ -24,6 +24,7 @@
 #   CLUSTER_PROXY_MODE=nftables  kube-proxy mode: nftables or iptables
 #   CLUSTER_KUBELET_V=2        kubelet verbosity
 #   CLUSTER_OUT                output dir (default _output/cluster)
+#   INSTANCE_REGISTRY_ARGS     more flags for the offline registry (e.g. -e2e-images DIR)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -99,7 +100,8 @@ done
 
 # ---- registry, PKI, control plane -------------------------------------------------------
 HOSTS_DIR=$CL_TMP/certs.d
-cl_proc_start registry - "$INSTANCE_REGISTRY_BIN" -addr "$GW:0" -hosts-dir "$HOSTS_DIR" -bench=false
+# shellcheck disable=SC2086 # INSTANCE_REGISTRY_ARGS is a list of flags (as in hack/instance.sh)
+cl_proc_start registry - "$INSTANCE_REGISTRY_BIN" -addr "$GW:0" -hosts-dir "$HOSTS_DIR" -bench=false ${INSTANCE_REGISTRY_ARGS:-}
 cl_wait 300 registry grep -q ' serving .* references on ' "$CL_LOGS/registry.log"
 REGISTRY=$(grep -o 'references on .*' "$CL_LOGS/registry.log" | awk '{ print $3 }')
 cl_state "CL_REGISTRY=$REGISTRY"
@@ -138,7 +140,8 @@ cl_proc_start kube-apiserver - "$BIN/kube-apiserver" \
 	--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$PKI/sa.pub" \
 	--service-account-signing-key-file "$PKI/sa.key" --service-cluster-ip-range "$CL_SERVICE_CIDR" \
 	--authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
-	--allow-privileged=true --cert-dir "$CL_TMP/apiserver-certs" --v 1
+	--allow-privileged=true --cert-dir "$CL_TMP/apiserver-certs" --v 1 \
+	--enable-aggregator-routing=true
 cl_wait 120 kube-apiserver kubectl get --raw /readyz
 
 KCM_PORT=$(free_port)
