@@ -46,7 +46,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest test bench clean FORCE
-.PHONY: cluster cluster-down cluster-netcheck
+.PHONY: cluster cluster-down cluster-netcheck cluster-test
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
@@ -128,6 +128,10 @@ cluster-down:
 # Pod networking across nodes on the running cluster (make cluster first), then leak checks.
 cluster-netcheck:
 	test/cluster/netcheck.sh
+
+# All three: up, netcheck, down (down also after a failed netcheck; a failed up cleans up).
+cluster-test: build
+	test/cluster/up.sh && { test/cluster/netcheck.sh; rc=$$?; test/cluster/down.sh || rc=1; exit $$rc; }
 
 # One phase after the other, each timed; the first failure stops the run.
 define phase
