@@ -47,6 +47,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest test bench clean FORCE
+.PHONY: cluster cluster-down cluster-netcheck cluster-test
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
@@ -116,6 +117,22 @@ e2e: build
 # PodSandboxStatus containers_statuses/timestamp; checks no fallback, no ContainerStatus).
 e2e-evented: build
 	E2E_MODES=standalone E2E_FEATURE_GATES=EventedPLEG=true E2E_OUT=$(CURDIR)/$(OUT)/e2e-evented test/e2e/run.sh
+
+# A multi-node cluster on this machine (test/cluster: nodes in network namespaces, each with
+# its own minicri, kubelet and kube-proxy; CoreDNS; left running until cluster-down).
+cluster: build
+	test/cluster/up.sh
+
+cluster-down:
+	test/cluster/down.sh
+
+# Pod networking across nodes on the running cluster (make cluster first), then leak checks.
+cluster-netcheck:
+	test/cluster/netcheck.sh
+
+# All three: up, netcheck, down (down also after a failed netcheck; a failed up cleans up).
+cluster-test: build
+	test/cluster/up.sh && { test/cluster/netcheck.sh; rc=$$?; test/cluster/down.sh || rc=1; exit $$rc; }
 
 # One phase after the other, each timed; the first failure stops the run.
 define phase
