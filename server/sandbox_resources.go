@@ -44,16 +44,9 @@ func podResources(r *runtimeapi.LinuxContainerResources) *sandbox.PodResources {
 	if r == nil {
 		return nil
 	}
-	out := &sandbox.PodResources{
+	return &sandbox.PodResources{
 		CPUPeriod: r.GetCpuPeriod(), CPUQuota: r.GetCpuQuota(), CPUShares: r.GetCpuShares(),
 		MemoryLimit: r.GetMemoryLimitInBytes(), CpusetCPUs: r.GetCpusetCpus(), CpusetMems: r.GetCpusetMems(),
-		Unified: r.GetUnified(),
+		Unified: r.GetUnified(), Hugepages: hugepagesFromCRI(r.GetHugepageLimits()),
 	}
-	for _, h := range r.GetHugepageLimits() {
-		if out.Hugepages == nil {
-			out.Hugepages = map[string]uint64{}
-		}
-		out.Hugepages[h.GetPageSize()] = h.GetLimit()
-	}
-	return out
 }

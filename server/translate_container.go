@@ -65,13 +65,19 @@ func resourcesFromCRI(r *runtimeapi.LinuxContainerResources) container.Resources
 		CPUPeriod: r.GetCpuPeriod(), CPUQuota: r.GetCpuQuota(), CPUShares: r.GetCpuShares(),
 		MemoryLimit: r.GetMemoryLimitInBytes(), MemorySwapLimit: r.GetMemorySwapLimitInBytes(),
 		OOMScoreAdj: r.GetOomScoreAdj(), CpusetCPUs: r.GetCpusetCpus(), CpusetMems: r.GetCpusetMems(),
-		Unified: r.GetUnified(),
+		Unified: r.GetUnified(), Hugepages: hugepagesFromCRI(r.GetHugepageLimits()),
 	}
-	for _, h := range r.GetHugepageLimits() {
-		if out.Hugepages == nil {
-			out.Hugepages = map[string]uint64{}
+	return out
+}
+
+// hugepagesFromCRI maps page sizes to limits; nil when there are none.
+func hugepagesFromCRI(limits []*runtimeapi.HugepageLimit) map[string]uint64 {
+	var out map[string]uint64
+	for _, h := range limits {
+		if out == nil {
+			out = map[string]uint64{}
 		}
-		out.Hugepages[h.GetPageSize()] = h.GetLimit()
+		out[h.GetPageSize()] = h.GetLimit()
 	}
 	return out
 }
