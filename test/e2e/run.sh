@@ -39,8 +39,9 @@ OUT=${E2E_OUT:-$ROOT/_output/e2e}
 MODES=${E2E_MODES:-standalone cluster}
 KUBELET_V=${E2E_KUBELET_V:-5}
 CRICTL=${CRICTL:-$ROOT/_output/tools/crictl}
-# The kubelet's cgroup root (and minicri's cgroup parent for pods that name none).
-CGROUP_ROOT=/minicri-e2e
+# The kubelet's cgroup root (and minicri's cgroup parent for pods that name none): this
+# run's own, named once its pod subnet is chosen (below); never created before that.
+CGROUP_ROOT=/minicri-e2e-unnamed
 CGROUP_DRIVER=${E2E_CGROUP_DRIVER:-cgroupfs}
 case $CGROUP_DRIVER in
 cgroupfs) ;;
@@ -250,17 +251,22 @@ summary() {
 # ---- minicri ----------------------------------------------------------------------------
 PKI=$E2E_TMP/pki
 certs_make "$PKI" "$NODE_NAME" "$NODE_IP"
-cgroup_root_create
 # A /16 no other interface routes (free_subnet16 in lib.sh).
 pod_subnet() { free_subnet16 180 189; }
-POD_BRIDGE=mcri-e2e0
-# A bridge left by an earlier run keeps its old address (and route): start clean.
-ip link del "$POD_BRIDGE" 2>/dev/null || true
 POD_SUBNET=$(pod_subnet) || { echo "e2e: no free 10.180-189.0.0/16 subnet for the pod bridge" >&2; exit 1; }
+# The subnet's index names this run's bridge, cgroup root and minicri instance (its cgroup
+# parent, whose processes instance_stop kills after a leak): two runs on one machine share
+# none of them, so neither's kubelet or cleanup kills the other's pods.
+E2E_IDX=$(($(cut -d. -f2 <<<"$POD_SUBNET") - 180))
+POD_BRIDGE=mcri-e2e$E2E_IDX
+[ "$CGROUP_DRIVER" != cgroupfs ] || CGROUP_ROOT=/minicri-e2e$E2E_IDX
+# A bridge of that name left by a crashed run holds no route (the subnet is free): remove it.
+ip link del "$POD_BRIDGE" 2>/dev/null || true
+cgroup_root_create
 # minicri's CDI spec dir, where the suite's device plugin writes its spec (cdi.sh).
 E2E_CDI_DIR=$E2E_TMP/cdi
 mkdir -p "$E2E_CDI_DIR"
-INSTANCE_CDI_DIR=$E2E_CDI_DIR INSTANCE_REGISTRY="test" instance_start e2e "$POD_BRIDGE" "$POD_SUBNET" e2 8>&- 9>&-
+INSTANCE_CDI_DIR=$E2E_CDI_DIR INSTANCE_REGISTRY="test" instance_start "e2e$E2E_IDX" "$POD_BRIDGE" "$POD_SUBNET" e2 8>&- 9>&-
 MINICRI_SOCK=$INSTANCE_SOCK
 # Mounts an idle minicri keeps (the shared netns pin dir); anything more later is a leak.
 MINICRI_BASE_MOUNTS=$(mounts_under "$INSTANCE_TMP" | sort)
