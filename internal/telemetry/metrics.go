@@ -39,8 +39,8 @@ type Metrics struct {
 }
 
 // NewMetrics registers minicri's collectors, the Go runtime's and the
-// process's on a new registry. state, when set, is read at each scrape.
-func NewMetrics(state StateFunc) *Metrics {
+// process's on a new registry.
+func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		rpcHandled: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -79,10 +79,14 @@ func NewMetrics(state StateFunc) *Metrics {
 	m.reg.MustRegister(m.rpcHandled, m.rpcSeconds, m.rpcInFlight, m.stepSeconds, m.stepFailures,
 		m.pulls, m.pullBytes, m.pullSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if state != nil {
-		m.reg.MustRegister(newStateCollector(state))
-	}
 	return m
+}
+
+// WatchState adds gauges of pods and containers by state, read from state
+// at each scrape (the managers exist after the image store that reports to
+// m, hence a second call).
+func (m *Metrics) WatchState(state StateFunc) {
+	m.reg.MustRegister(newStateCollector(state))
 }
 
 // Registry is where the collectors are (tests gather from it).

@@ -74,7 +74,7 @@ func mustContain(t *testing.T, text string, lines ...string) {
 // A scrape shows each call's count and latency histogram by method and
 // code, and each step's histogram under its operation.
 func TestScrapeShowsCallsAndSteps(t *testing.T) {
-	m := NewMetrics(nil)
+	m := NewMetrics()
 	tel := New(Options{Metrics: m})
 	if err := runPodCall(t, tel, false); err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestScrapeShowsCallsAndSteps(t *testing.T) {
 
 // A call in progress shows in the in-flight gauge.
 func TestInFlight(t *testing.T) {
-	m := NewMetrics(nil)
+	m := NewMetrics()
 	tel := New(Options{Metrics: m})
 	inside := make(chan struct{})
 	release := make(chan struct{})
@@ -115,7 +115,8 @@ func TestInFlight(t *testing.T) {
 // Pods and containers by state are read from the managers at scrape time.
 func TestStateGauges(t *testing.T) {
 	n := Counts{Pods: map[string]int{"ready": 2, "notready": 0}, Containers: map[string]int{"running": 3}, PodsLost: 1}
-	m := NewMetrics(func() Counts { return n })
+	m := NewMetrics()
+	m.WatchState(func() Counts { return n })
 	text := scrape(t, m)
 	mustContain(t, text, `minicri_pods{state="ready"} 2`, `minicri_pods{state="notready"} 0`,
 		`minicri_containers{state="running"} 3`, "minicri_pod_monitors_lost 1", "minicri_container_exits_lost 0")
@@ -124,7 +125,7 @@ func TestStateGauges(t *testing.T) {
 }
 
 func TestPulls(t *testing.T) {
-	m := NewMetrics(nil)
+	m := NewMetrics()
 	tel := New(Options{Metrics: m})
 	tel.PullDone(1000, 2*time.Second, nil)
 	tel.PullDone(24, time.Second, errors.New("unauthorized"))
@@ -186,7 +187,7 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 
 // The endpoint serves the text format on the configured address.
 func TestServe(t *testing.T) {
-	m := NewMetrics(nil)
+	m := NewMetrics()
 	s, err := Serve("127.0.0.1:0", m, slog.Default())
 	if err != nil {
 		t.Fatal(err)
