@@ -12,7 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -129,8 +131,34 @@ func TestTelemetryMetricsEndpoint(t *testing.T) {
 	}
 	metricValue(t, text, `minicri_image_pulls_total{result="success"}`)
 	metricValue(t, text, `process_resident_memory_bytes`)
+	if v := metricValue(t, text, `minicri_pod_monitors_lost`); v != 0 {
+		t.Errorf("monitors lost before any was killed: %v", v)
+	}
+
+	// A pod whose monitor is killed counts as lost (and not ready); one
+	// stopped through the CRI does not.
+	lostID := i.runPod(t, podConfig("telemetry-lost"))
+	_, lostInfo := i.status(t, lostID)
+	if err := syscall.Kill(lostInfo.MonitorPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	text = scrapeMetrics(t, url)
+	if v := metricValue(t, text, `minicri_pod_monitors_lost`); v != 1 {
+		t.Errorf("monitors lost after a kill: %v", v)
+	}
+	if v := metricValue(t, text, `minicri_pods{state="notready"}`); v != 1 {
+		t.Errorf("notready pods after a kill: %v", v)
+	}
+	if _, err := i.rt.StopPodSandbox(ctx(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
+		t.Fatal(err)
+	}
+	if v := metricValue(t, scrapeMetrics(t, url), `minicri_pod_monitors_lost`); v != 1 {
+		t.Errorf("monitors lost after a CRI stop of another pod: %v", v)
+	}
 	i.stopRemove(t, podID)
-	i.assertNothingLeft(t, map[string]podInfo{podID: info})
+	i.stopRemove(t, lostID)
+	i.assertNothingLeft(t, map[string]podInfo{podID: info, lostID: lostInfo})
 }
 
 // collector is an OTLP/gRPC trace receiver.
