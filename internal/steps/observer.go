@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Observer is told of every step Run executes, and of each part of a
-// Parallel step: the daemon sets one to feed its metrics and traces, so
+// Observer is told of every step Run executes, of each part of a Parallel
+// step, and of each undo of a rollback (named "undo <step>"): the daemon sets one to feed its metrics and traces, so
 // that the domain packages that run steps know nothing of either.
 type Observer interface {
 	// StepStarted returns the context the step's Do runs with (a trace

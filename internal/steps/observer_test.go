@@ -29,15 +29,17 @@ func (r *recorder) StepStarted(ctx context.Context, name string) (context.Contex
 	}
 }
 
-// The observer sees each step and each part of a Parallel step with its
-// outcome, and the step's Do runs with the context the observer returned.
+// The observer sees each step, each part of a Parallel step and each undo
+// with its outcome, and the step's Do runs with the context the observer
+// returned.
 func TestObserverSeesStepsAndParallelParts(t *testing.T) {
 	r := &recorder{}
 	SetObserver(r)
 	defer SetObserver(nil)
 	var seen string
 	list := []Step{
-		{Name: "a", Do: func(ctx context.Context) error { seen, _ = ctx.Value(ctxKey{}).(string); return nil }},
+		{Name: "a", Do: func(ctx context.Context) error { seen, _ = ctx.Value(ctxKey{}).(string); return nil },
+			Undo: func(context.Context) error { return nil }},
 		Parallel("both",
 			Step{Name: "x", Do: func(context.Context) error { return nil }},
 			Step{Name: "y", Do: func(context.Context) error { return errors.New("boom") }}),
@@ -49,7 +51,7 @@ func TestObserverSeesStepsAndParallelParts(t *testing.T) {
 		t.Fatalf("step a ran with the context of %q", seen)
 	}
 	sort.Strings(r.events)
-	want := []string{"a ok", "both failed", "x ok", "y failed"}
+	want := []string{"a ok", "both failed", "undo a ok", "undo both ok", "x ok", "y failed"}
 	if !reflect.DeepEqual(r.events, want) {
 		t.Fatalf("events %v, want %v", r.events, want)
 	}

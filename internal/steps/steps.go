@@ -59,7 +59,7 @@ func rollback(ctx context.Context, log *slog.Logger, done []Step) error {
 		if s.Undo == nil {
 			continue
 		}
-		if err := s.Undo(ctx); err != nil {
+		if err := observed(ctx, Step{Name: "undo " + s.Name, Do: s.Undo}, time.Now()); err != nil {
 			log.Error("undo failed", "step", s.Name, "err", err)
 			errs = append(errs, fmt.Errorf("undo %s: %w", s.Name, err))
 		}
