@@ -63,8 +63,9 @@ export INSTANCE_CONFIG_EXTRA="${INSTANCE_CONFIG_EXTRA:-}
 $(critest_metrics_config)"
 
 # critest pulls its images by their public names; the offline registry serves them.
-# CRITEST_BRIDGE/CRITEST_SUBNET let two runs share a machine.
-INSTANCE_REGISTRY=test instance_start critest "${CRITEST_BRIDGE:-mcri-ct0}" "${CRITEST_SUBNET:-10.199.0.0/16}" ct
+# CRITEST_BRIDGE/CRITEST_SUBNET let two runs share a machine: the bridge names the
+# instance too (its cgroup parent, which instance_stop empties: never another run's).
+INSTANCE_REGISTRY=test instance_start "critest${CRITEST_BRIDGE:+-$CRITEST_BRIDGE}" "${CRITEST_BRIDGE:-mcri-ct0}" "${CRITEST_SUBNET:-10.199.0.0/16}" ct
 
 args=(
 	--runtime-endpoint "$INSTANCE_ENDPOINT"

@@ -57,7 +57,7 @@ func (i *instance) metricsURL(t *testing.T) string {
 	return "http://" + m[len(m)-1][1] + "/metrics"
 }
 
-func scrapeMetrics(t *testing.T, url string) string {
+func scrapeTelemetry(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -71,8 +71,8 @@ func scrapeMetrics(t *testing.T, url string) string {
 	return string(body)
 }
 
-// metricValue is the value of the one series whose line starts with prefix.
-func metricValue(t *testing.T, text, prefix string) float64 {
+// promValue is the value of the one series whose line starts with prefix.
+func promValue(t *testing.T, text, prefix string) float64 {
 	t.Helper()
 	for _, line := range strings.Split(text, "\n") {
 		if rest, ok := strings.CutPrefix(line, prefix); ok && strings.HasPrefix(rest, " ") {
@@ -87,7 +87,7 @@ func metricValue(t *testing.T, text, prefix string) float64 {
 	return 0
 }
 
-const rt = `service="runtime.v1.RuntimeService"`
+const runtimeSvc = `service="runtime.v1.RuntimeService"`
 
 // The endpoint shows each CRI call the daemon served with its latency
 // histogram and code, the steps of RunPodSandbox and CreateContainer, the
@@ -104,34 +104,34 @@ func TestTelemetryMetricsEndpoint(t *testing.T) {
 		t.Fatalf("ContainerStatus of nothing: %v", err)
 	}
 
-	text := scrapeMetrics(t, url)
+	text := scrapeTelemetry(t, url)
 	for _, m := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "PodSandboxStatus"} {
-		if n := metricValue(t, text, fmt.Sprintf(`minicri_grpc_request_duration_seconds_count{code="OK",method=%q,%s}`, m, rt)); n < 1 {
+		if n := promValue(t, text, fmt.Sprintf(`minicri_grpc_request_duration_seconds_count{code="OK",method=%q,%s}`, m, runtimeSvc)); n < 1 {
 			t.Errorf("%s: %v calls", m, n)
 		}
-		metricValue(t, text, fmt.Sprintf(`minicri_grpc_request_duration_seconds_bucket{code="OK",method=%q,%s,le="+Inf"}`, m, rt))
+		promValue(t, text, fmt.Sprintf(`minicri_grpc_request_duration_seconds_bucket{code="OK",method=%q,%s,le="+Inf"}`, m, runtimeSvc))
 	}
-	metricValue(t, text, fmt.Sprintf(`minicri_grpc_requests_total{code="NotFound",method="ContainerStatus",%s}`, rt))
-	metricValue(t, text, `minicri_grpc_requests_total{code="OK",method="PullImage",service="runtime.v1.ImageService"}`)
+	promValue(t, text, fmt.Sprintf(`minicri_grpc_requests_total{code="NotFound",method="ContainerStatus",%s}`, runtimeSvc))
+	promValue(t, text, `minicri_grpc_requests_total{code="OK",method="PullImage",service="runtime.v1.ImageService"}`)
 	for _, s := range []string{`operation="RunPodSandbox",step="cni add"`, `operation="RunPodSandbox",step="start monitor and pause"`,
 		`operation="RunPodSandbox",step="record intent"`, `operation="CreateContainer",step="mount rootfs"`,
 		`operation="CreateContainer",step="create in monitor"`} {
-		if n := metricValue(t, text, "minicri_step_duration_seconds_count{"+s+"}"); n != 1 {
+		if n := promValue(t, text, "minicri_step_duration_seconds_count{"+s+"}"); n != 1 {
 			t.Errorf("step %s: count %v, want 1", s, n)
 		}
 	}
-	if v := metricValue(t, text, `minicri_pods{state="ready"}`); v != 1 {
+	if v := promValue(t, text, `minicri_pods{state="ready"}`); v != 1 {
 		t.Errorf("ready pods: %v", v)
 	}
-	if v := metricValue(t, text, `minicri_containers{state="running"}`); v != 1 {
+	if v := promValue(t, text, `minicri_containers{state="running"}`); v != 1 {
 		t.Errorf("running containers: %v", v)
 	}
-	if v := metricValue(t, text, `minicri_image_pull_bytes_total`); v < 1<<20 {
+	if v := promValue(t, text, `minicri_image_pull_bytes_total`); v < 1<<20 {
 		t.Errorf("pull bytes: %v", v)
 	}
-	metricValue(t, text, `minicri_image_pulls_total{result="success"}`)
-	metricValue(t, text, `process_resident_memory_bytes`)
-	if v := metricValue(t, text, `minicri_pod_monitors_lost`); v != 0 {
+	promValue(t, text, `minicri_image_pulls_total{result="success"}`)
+	promValue(t, text, `process_resident_memory_bytes`)
+	if v := promValue(t, text, `minicri_pod_monitors_lost`); v != 0 {
 		t.Errorf("monitors lost before any was killed: %v", v)
 	}
 
@@ -143,17 +143,17 @@ func TestTelemetryMetricsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	text = scrapeMetrics(t, url)
-	if v := metricValue(t, text, `minicri_pod_monitors_lost`); v != 1 {
+	text = scrapeTelemetry(t, url)
+	if v := promValue(t, text, `minicri_pod_monitors_lost`); v != 1 {
 		t.Errorf("monitors lost after a kill: %v", v)
 	}
-	if v := metricValue(t, text, `minicri_pods{state="notready"}`); v != 1 {
+	if v := promValue(t, text, `minicri_pods{state="notready"}`); v != 1 {
 		t.Errorf("notready pods after a kill: %v", v)
 	}
 	if _, err := i.rt.StopPodSandbox(ctx(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: podID}); err != nil {
 		t.Fatal(err)
 	}
-	if v := metricValue(t, scrapeMetrics(t, url), `minicri_pod_monitors_lost`); v != 1 {
+	if v := promValue(t, scrapeTelemetry(t, url), `minicri_pod_monitors_lost`); v != 1 {
 		t.Errorf("monitors lost after a CRI stop of another pod: %v", v)
 	}
 	i.stopRemove(t, podID)
@@ -161,14 +161,14 @@ func TestTelemetryMetricsEndpoint(t *testing.T) {
 	i.assertNothingLeft(t, map[string]podInfo{podID: info, lostID: lostInfo})
 }
 
-// collector is an OTLP/gRPC trace receiver.
-type collector struct {
+// otlpCollector is an OTLP/gRPC trace receiver.
+type otlpCollector struct {
 	coltracepb.UnimplementedTraceServiceServer
 	mu    sync.Mutex
 	spans []*tracepb.Span
 }
 
-func (c *collector) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+func (c *otlpCollector) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, rs := range req.ResourceSpans {
@@ -186,7 +186,7 @@ func TestTelemetryTracesReachCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := &collector{}
+	col := &otlpCollector{}
 	g := grpc.NewServer()
 	coltracepb.RegisterTraceServiceServer(g, col)
 	go g.Serve(ln)
