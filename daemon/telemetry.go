@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -38,7 +39,7 @@ func newObservability(ctx context.Context, cfg config.Config, log *slog.Logger) 
 	}
 	if t := cfg.Tracing; t.Endpoint != "" {
 		tp, err := telemetry.NewTracerProvider(ctx, telemetry.TracingConfig{
-			Endpoint: t.Endpoint, SamplingRate: t.SamplingRate, ServiceName: t.ServiceName})
+			Endpoint: t.Endpoint, SamplingRate: t.SamplingRate, ServiceName: t.ServiceName}, log)
 		if err != nil {
 			return nil, err
 		}
@@ -83,16 +84,19 @@ func (o *observability) serverOptions(unary grpc.UnaryServerInterceptor, stream 
 	}
 }
 
-// stop closes the endpoint and flushes the spans not yet exported.
+// stop closes the endpoint and flushes the spans not yet exported, for at
+// most 2 s (a collector that is down must not hold up a shutdown).
 func (o *observability) stop() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var errs []error
 	if o.srv != nil {
 		errs = append(errs, o.srv.Stop(ctx))
 	}
 	if o.tp != nil {
-		errs = append(errs, o.tp.Shutdown(ctx))
+		if err := o.tp.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("tracing: flush at shutdown: %w", err))
+		}
 	}
 	if o.tel != nil {
 		steps.SetObserver(nil)

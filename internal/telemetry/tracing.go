@@ -3,7 +3,9 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -24,8 +26,10 @@ type TracingConfig struct {
 
 // NewTracerProvider exports spans over OTLP/gRPC in batches. The exporter
 // connects lazily: a collector that is down costs dropped spans, never a
-// failed CRI call. Shutdown flushes what is left.
-func NewTracerProvider(ctx context.Context, cfg TracingConfig) (*sdktrace.TracerProvider, error) {
+// failed CRI call, and a warning in the log (OTel's errors go to log as
+// JSON lines like the rest). Shutdown flushes what is left.
+func NewTracerProvider(ctx context.Context, cfg TracingConfig, log *slog.Logger) (*sdktrace.TracerProvider, error) {
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing: export failed", "err", err) }))
 	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(cfg.Endpoint))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: OTLP exporter for %s: %w", cfg.Endpoint, err)
