@@ -36,6 +36,8 @@ type Config struct {
 	Stream   Stream   `toml:"stream"`
 	CDI      CDI      `toml:"cdi"`
 	NRI      NRI      `toml:"nri"`
+	Metrics  Metrics  `toml:"metrics"`
+	Tracing  Tracing  `toml:"tracing"`
 	// Runtimes are the RuntimeClass handlers besides the built-in "".
 	Runtimes map[string]Runtime `toml:"runtimes,omitempty"`
 }
@@ -142,6 +144,7 @@ func Default() Config {
 			RegistrationTimeout: "5s",
 			RequestTimeout:      "5s",
 		},
+		Tracing: Tracing{SamplingRate: 1, ServiceName: "minicri"},
 	}
 }
 
@@ -197,6 +200,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.validateRuntimes(); err != nil {
+		return err
+	}
+	if err := c.validateTelemetry(); err != nil {
 		return err
 	}
 	return c.Stream.validate()

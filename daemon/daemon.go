@@ -63,7 +63,12 @@ func Run(cfg config.Config) error {
 	log.Info("cgroups", "driver", cgDriver, "parent", cgParent, "unified", cgdriver.Unified())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	images, err := newImageStore(cfg, log)
+	obs, err := newObservability(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() { logIf(log, "stop telemetry", obs.stop()) }()
+	images, err := newImageStore(cfg, obs.pullObserver(), log)
 	if err != nil {
 		return err
 	}
@@ -108,6 +113,9 @@ func Run(cfg config.Config) error {
 		return err
 	}
 	stream.Start()
+	if err := obs.serveMetrics(sandboxes, containers); err != nil {
+		return errors.Join(err, stream.Stop())
+	}
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
 		Streaming: stream, Events: bus, Log: log, SystemdCgroups: cgDriver == cgdriver.Systemd, Handlers: handlerInfo(handlers),
 		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(aa)}})
@@ -116,7 +124,7 @@ func Run(cfg config.Config) error {
 		return err
 	}
 	log.Info("minicri serving", "listen", cfg.Listen, "root", cfg.Root, "state", cfg.State, "pause", pause, "streaming", stream.URL())
-	err = serve(ctx, ln, srv, log)
+	err = serve(ctx, ln, srv, obs, log)
 	noPods := len(sandboxes.List(sandbox.Filter{})) == 0
 	return errors.Join(err, stream.Stop(), sandboxes.Close(), net.Close(noPods))
 }
@@ -165,8 +173,9 @@ func hostDirs(cfg config.Config, log *slog.Logger) (config.Config, error) {
 
 // serve serves CRI on ln until it fails or ctx ends (SIGINT, SIGTERM),
 // then stops gracefully.
-func serve(ctx context.Context, ln net.Listener, srv *server.Server, log *slog.Logger) error {
-	g := grpc.NewServer(grpc.UnaryInterceptor(srv.Interceptor), grpc.StreamInterceptor(srv.StreamInterceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
+func serve(ctx context.Context, ln net.Listener, srv *server.Server, obs *observability, log *slog.Logger) error {
+	opts := append(obs.serverOptions(srv.Interceptor, srv.StreamInterceptor), grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
+	g := grpc.NewServer(opts...)
 	srv.Register(g)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(ln) }()
@@ -206,7 +215,7 @@ func listen(cfg config.Config) (net.Listener, error) {
 	return ln, nil
 }
 
-func newImageStore(cfg config.Config, log *slog.Logger) (*image.Store, error) {
+func newImageStore(cfg config.Config, obs image.PullObserver, log *slog.Logger) (*image.Store, error) {
 	timeout, err := time.ParseDuration(cfg.Registry.NoProgressTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("config: registry.no_progress_timeout: %w", err)
@@ -221,6 +230,7 @@ func newImageStore(cfg config.Config, log *slog.Logger) (*image.Store, error) {
 		MaxLayers:          cfg.Registry.MaxLayers,
 		MaxEntries:         cfg.Registry.MaxEntries,
 		Logger:             log,
+		Observer:           obs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("image store: %w", err)

@@ -63,6 +63,8 @@ type Config struct {
 	PinnedImages []string
 	// Logger receives pull progress; nil means slog.Default().
 	Logger *slog.Logger
+	// Observer, when set, is told of each pull's bytes and duration.
+	Observer PullObserver
 	// ProgressInterval is how often a running pull logs its progress;
 	// 0 means 10s.
 	ProgressInterval time.Duration

@@ -78,6 +78,9 @@ func (s *Store) Pull(ctx context.Context, ref string, auth *AuthConfig) (Image, 
 	img, err := p.pull(ctx)
 	cancel(nil)
 	<-watchDone
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.PullDone(p.prog.bytes.Load(), time.Since(start), err)
+	}
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrNoProgress) {
 			err = cause

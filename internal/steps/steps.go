@@ -40,7 +40,7 @@ func Run(ctx context.Context, log *slog.Logger, list []Step) ([]Timing, error) {
 	timings := make([]Timing, 0, len(list))
 	for i, s := range list {
 		start := time.Now()
-		err := s.Do(ctx)
+		err := observed(ctx, s, start)
 		timings = append(timings, Timing{s.Name, time.Since(start)})
 		if err != nil {
 			err = fmt.Errorf("%s: %w", s.Name, err)
@@ -59,7 +59,7 @@ func rollback(ctx context.Context, log *slog.Logger, done []Step) error {
 		if s.Undo == nil {
 			continue
 		}
-		if err := s.Undo(ctx); err != nil {
+		if err := observed(ctx, Step{Name: "undo " + s.Name, Do: s.Undo}, time.Now()); err != nil {
 			log.Error("undo failed", "step", s.Name, "err", err)
 			errs = append(errs, fmt.Errorf("undo %s: %w", s.Name, err))
 		}
@@ -79,7 +79,7 @@ func Parallel(name string, parts ...Step) Step {
 			doneCh := make(chan int, len(parts))
 			for i := range parts {
 				go func() {
-					errs[i] = parts[i].Do(ctx)
+					errs[i] = observed(ctx, parts[i], time.Now())
 					doneCh <- i
 				}()
 			}

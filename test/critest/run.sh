@@ -38,6 +38,8 @@ JUNIT_SUMMARY=${CRITEST_JUNIT_SUMMARY:-$OUT/junit-summary}
 
 # shellcheck source=hack/instance.sh disable=SC1091
 . "$ROOT/hack/instance.sh"
+# shellcheck source=test/critest/metrics.sh disable=SC1091
+. "$ROOT/test/critest/metrics.sh"
 export INSTANCE_ARTIFACTS=$OUT
 
 on_exit() {
@@ -56,10 +58,14 @@ if [ -n "${CRITEST_RUNTIME_HANDLER:-}" ]; then
 	export INSTANCE_CONFIG_EXTRA="[runtimes.$CRITEST_RUNTIME_HANDLER]
 path = \"$rt_path\""
 fi
+# The metrics endpoint, checked after the suite (test/critest/metrics.sh).
+export INSTANCE_CONFIG_EXTRA="${INSTANCE_CONFIG_EXTRA:-}
+$(critest_metrics_config)"
 
 # critest pulls its images by their public names; the offline registry serves them.
-# CRITEST_BRIDGE/CRITEST_SUBNET let two runs share a machine.
-INSTANCE_REGISTRY=test instance_start critest "${CRITEST_BRIDGE:-mcri-ct0}" "${CRITEST_SUBNET:-10.199.0.0/16}" ct
+# CRITEST_BRIDGE/CRITEST_SUBNET let two runs share a machine: the bridge names the
+# instance too (its cgroup parent, which instance_stop empties: never another run's).
+INSTANCE_REGISTRY=test instance_start "critest${CRITEST_BRIDGE:+-$CRITEST_BRIDGE}" "${CRITEST_BRIDGE:-mcri-ct0}" "${CRITEST_SUBNET:-10.199.0.0/16}" ct
 
 args=(
 	--runtime-endpoint "$INSTANCE_ENDPOINT"
@@ -85,6 +91,8 @@ instance_run "$CRITEST" "${args[@]}" > >(tee "$OUT/critest.log" |
 critest_rc=$?
 set -e
 echo "critest: finished in $(($(date +%s) - start))s (exit $critest_rc; non-zero whenever any spec fails)"
+metrics_rc=0
+critest_metrics_check "$OUT" || metrics_rc=1
 
 [ -s "$OUT/junit.xml" ] || { echo "critest: FAIL: no JUnit report $OUT/junit.xml" >&2; exit 1; }
 summary=(-report "$OUT/junit.xml" -must-pass "$MUST_PASS")
@@ -93,3 +101,4 @@ summary=(-report "$OUT/junit.xml" -must-pass "$MUST_PASS")
 # must-pass specs are no failure then, failed ones still are.
 [ -z "${CRITEST_FOCUS:-}${CRITEST_SKIP:-}${CRITEST_RUNTIME_HANDLER:-}" ] || summary+=(-partial)
 "$JUNIT_SUMMARY" "${summary[@]}"
+[ "$metrics_rc" = 0 ] || { echo "critest: FAIL: the metrics endpoint lacks CRI methods the suite called (see above)" >&2; exit 1; }
