@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/minicri/minicri/test/registry/fixture"
 )
 
@@ -20,7 +22,11 @@ func BenchmarkColdPull100MB(b *testing.B) {
 	}
 	srv := startRegistry(b, fixture.Options{})
 	push(b, srv, fixture.BenchRef, img)
-	ref := srv.Ref(fixture.BenchRef)
+	coldPulls(b, srv.Ref(fixture.BenchRef), img)
+}
+
+// coldPulls times pulls of ref (img) into a new, empty store each.
+func coldPulls(b *testing.B, ref string, img v1.Image) {
 	layers, _ := img.Layers()
 	var total int64
 	for _, l := range layers {
@@ -47,4 +53,19 @@ func BenchmarkColdPull100MB(b *testing.B) {
 		_ = os.RemoveAll(root)
 		b.StartTimer()
 	}
+}
+
+// BenchmarkColdPull1G pulls and unpacks the 1 GiB, 10-layer bench image
+// (fixture.Bench1GImage, ~530 MB compressed) from the local test registry
+// into an empty store each time. For the median of 5 cold pulls:
+//
+//	go test ./image/ -run '^$' -bench ColdPull1G -benchtime 1x -count 5
+func BenchmarkColdPull1G(b *testing.B) {
+	img, err := fixture.Bench1GImage(fixture.DefaultCacheDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := startRegistry(b, fixture.Options{})
+	push(b, srv, fixture.Bench1GRef, img)
+	coldPulls(b, srv.Ref(fixture.Bench1GRef), img)
 }
