@@ -1,6 +1,7 @@
 package image
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -64,6 +65,9 @@ func TestUnpackErrorIsNotEndpointFault(t *testing.T) {
 			}
 			failed[tag] = true
 			t.Log(err)
+			if !errors.Is(err, ErrBadLayer) && !errors.Is(err, ErrLayerTooLarge) {
+				t.Errorf("neither ErrBadLayer nor ErrLayerTooLarge: %v", err)
+			}
 			if n := mirror.BlobGets(top.String()); n != 1 {
 				t.Errorf("mirror: %d downloads of the top layer, want 1", n)
 			}

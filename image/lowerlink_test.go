@@ -222,8 +222,8 @@ func TestPullHardlinkToLowerRefused(t *testing.T) {
 			s := newStore(t, "", "")
 			if img, err := s.Pull(ctxT(t), srv.Host+"/hl/bad:1", nil); err == nil {
 				t.Fatalf("pulled: layers %v", img.Layers)
-			} else {
-				t.Log(err)
+			} else if t.Log(err); !errors.Is(err, ErrBadLayer) {
+				t.Errorf("not ErrBadLayer: %v", err)
 			}
 			var st syscall.Stat_t
 			if err := syscall.Stat(victim, &st); err != nil || st.Nlink != 1 || readFile(t, victim) != "secret" {

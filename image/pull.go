@@ -719,7 +719,10 @@ func (p *puller) ensureLayer(ctx context.Context, ps *progressSet, layers []laye
 		defer f.Close()
 		tmp, used, err := s.unpackLayer(ctx, io.TeeReader(f, countingWriter{ps}), l.DiffID, p.lim, lowers)
 		if err != nil {
-			return fmt.Errorf("layer %s: %w", l.Digest, err)
+			if contextErr(ctx) != nil {
+				return err
+			}
+			return fmt.Errorf("layer %s: %w", l.Digest, badLayer(err))
 		}
 		return p.commitLayer(tmp, used, layers, i)
 	}
@@ -770,7 +773,7 @@ func (p *puller) downloadLayer(ctx context.Context, ps *progressSet, cl *remote.
 		if contextErr(ctx) != nil {
 			return err
 		}
-		return &imageFault{err}
+		return &imageFault{badLayer(err)}
 	}
 	if _, err := io.Copy(io.Discard, r); err != nil {
 		_ = os.RemoveAll(tmp)

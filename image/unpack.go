@@ -21,6 +21,19 @@ import (
 	"github.com/minicri/minicri/internal/atomicfile"
 )
 
+// ErrBadLayer is the cause of a pull whose layer, as the image names it
+// (its digest verified), does not unpack: a tar error, an entry that would
+// escape the layer, a hard link to nothing, a diff ID that does not match.
+var ErrBadLayer = errors.New("layer does not unpack")
+
+// badLayer marks an unpack error of verified content as the image's fault.
+func badLayer(err error) error {
+	if errors.Is(err, ErrLayerTooLarge) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrBadLayer, err)
+}
+
 var (
 	gzipMagic = []byte{0x1f, 0x8b}
 	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
