@@ -278,11 +278,11 @@ func lookupLower(dirs []string, comps []string) (*lowerHit, error) {
 	hit := &lowerHit{dirfd: -1, dirs: make([]*unix.Stat_t, len(comps)-1), dirXs: make([]map[string]string, len(comps)-1)}
 	for _, d := range dirs {
 		found, stop, err := hit.walk(d, comps)
-		if err != nil || found {
-			if err != nil {
-				hit.close()
-			}
-			return hit, err
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			return hit, nil
 		}
 		if stop {
 			break
@@ -327,9 +327,12 @@ func (hit *lowerHit) walk(dir string, comps []string) (found, stop bool, _ error
 			if isDir {
 				return false, true, errors.New("target is a directory")
 			}
-			hit.dirfd, hit.name, hit.st = fd, c, st
-			hit.xattrs, err = xattrRecords(fd, c)
-			return err == nil, true, err
+			xs, err := xattrRecords(fd, c)
+			if err != nil {
+				return false, true, err
+			}
+			hit.dirfd, hit.name, hit.st, hit.xattrs = fd, c, st, xs
+			return true, true, nil
 		}
 		if !isDir {
 			return false, true, errLowerNotDir
@@ -346,11 +349,16 @@ func (hit *lowerHit) walk(dir string, comps []string) (found, stop bool, _ error
 		}
 		_ = unix.Close(fd)
 		fd = next
-		if v, err := unix.Fgetxattr(fd, "trusted.overlay.opaque", make([]byte, 1)); err == nil && v == 1 {
-			opaque = true
-		}
+		opaque = opaque || isOpaque(fd)
 	}
 	return false, opaque, nil
+}
+
+// isOpaque reports whether the directory fd is an opaque overlay directory.
+func isOpaque(fd int) bool {
+	v := make([]byte, 1)
+	n, err := unix.Fgetxattr(fd, "trusted.overlay.opaque", v)
+	return err == nil && n == 1 && v[0] == 'y'
 }
 
 // xattrRecords reads the extended attributes of name in dirfd (without
