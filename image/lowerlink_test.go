@@ -260,3 +260,37 @@ func TestPullHardlinkCopyCharged(t *testing.T) {
 		t.Fatalf("pull of 5 copies of a 3 MiB file with a 10 MiB image limit: %v", err)
 	}
 }
+
+// Hard links across several layers: the target two layers down, and a link
+// to a file that a hard-link layer below copied in.
+func TestPullHardlinkAcrossLayers(t *testing.T) {
+	srv := startRegistry(t, fixture.Options{})
+	ls := []*fixture.Layer{
+		baseLayer(t, "deep"),
+		mustLayer(t, []fixture.File{{Name: "other/"}, {Name: "other/f", Body: []byte("o")}}, fixture.Zstd),
+		mustLayer(t, []fixture.File{{Name: "bin/tool-2", Type: tar.TypeLink, Linkname: "bin/tool", Mode: 0o755}}, fixture.Gzip),
+		mustLayer(t, []fixture.File{{Name: "other/tool-3", Type: tar.TypeLink, Linkname: "bin/tool-2", Mode: 0o755}}, fixture.Gzip),
+	}
+	buildImage(t, srv, "hl/deep:1", ls...)
+	s := newStore(t, "", "")
+	img, err := s.Pull(ctxT(t), srv.Host+"/hl/deep:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"bin/tool-2", "other/tool-3"} {
+		if got := readFile(t, mergedLookup(img, n)); got != "#!/bin/sh\necho deep\n" {
+			t.Errorf("%s holds %q", n, got)
+		}
+	}
+	if got := readFile(t, mergedLookup(img, "other/f")); got != "o" {
+		t.Errorf("other/f holds %q", got)
+	}
+	// Pulled again into the same store: nothing to fetch, same directories.
+	again, err := s.Pull(ctxT(t), srv.Host+"/hl/deep:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(again.Layers, ":") != strings.Join(img.Layers, ":") {
+		t.Errorf("layers moved: %v then %v", img.Layers, again.Layers)
+	}
+}
