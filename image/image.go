@@ -127,6 +127,19 @@ type layerRecord struct {
 	DiffID    string `json:"diff_id"` // uncompressed digest: the layer's directory
 	MediaType string `json:"media_type"`
 	Size      int64  `json:"size"`
+	// ChainID is set when the layer's directory is named by its chain ID:
+	// it holds copies of files of the layers below (a hard link to one of
+	// them, see lowerlink.go), so it is this chain's, not every image's
+	// with this diff ID.
+	ChainID string `json:"chain_id,omitempty"`
+}
+
+// dirKey names the layer's directory: its chain ID or its diff ID.
+func (l layerRecord) dirKey() string {
+	if l.ChainID != "" {
+		return l.ChainID
+	}
+	return l.DiffID
 }
 
 // record is what images/<hex>.json holds.
@@ -361,8 +374,9 @@ func (s *Store) blobPath(dgst string) string {
 	return filepath.Join(s.blobDir, strings.TrimPrefix(dgst, "sha256:"))
 }
 
-func (s *Store) layerPath(diffID string) string {
-	return filepath.Join(s.layDir, strings.TrimPrefix(diffID, "sha256:"))
+// layerPath is the directory of a layer by its diff ID or chain ID.
+func (s *Store) layerPath(key string) string {
+	return filepath.Join(s.layDir, strings.TrimPrefix(key, "sha256:"))
 }
 
 func (s *Store) recordPath(id string) string {
@@ -389,7 +403,7 @@ func (s *Store) image(r *record) Image {
 		}
 	}
 	for _, l := range r.Layers {
-		img.Layers = append(img.Layers, s.layerPath(l.DiffID))
+		img.Layers = append(img.Layers, s.layerPath(l.dirKey()))
 	}
 	return img
 }
@@ -599,7 +613,7 @@ func (s *Store) gcLocked() (trash []string, _ error) {
 		}
 		for _, l := range r.Layers {
 			used[l.Digest] = true
-			used["layer:"+l.DiffID] = true
+			used["layer:"+l.dirKey()] = true
 		}
 	}
 	for _, r := range s.images {

@@ -121,11 +121,31 @@ func entryOverhead(hdr *tar.Header) int64 {
 // filterLayer copies the tar stream in to out, entry by entry, and stops
 // with ErrLayerTooLarge as soon as an entry's declared size or the bytes
 // written break a limit. The copy is what gets unpacked: sparse files come
-// out expanded (and counted so), as the unpacker would write them.
-func filterLayer(in io.Reader, out io.Writer, lc *layerCharge) error {
+// out expanded (and counted so), as the unpacker would write them. With
+// ll, a hard link to a file of a lower layer is preceded by a copy of it
+// (see lowerlink.go), charged like any entry.
+func filterLayer(in io.Reader, out io.Writer, lc *layerCharge, ll *lowerLinks) error {
 	tr := tar.NewReader(in)
 	tw := tar.NewWriter(out)
 	cw := &chargeWriter{w: tw, lc: lc}
+	emit := func(hdr *tar.Header, body io.Reader) error {
+		if err := lc.entry(); err != nil {
+			return err
+		}
+		if err := lc.charge(entryOverhead(hdr), max(hdr.Size, 0)); err != nil {
+			return fmt.Errorf("entry %q: %w", sanitizeRemote(hdr.Name, 200), err)
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("entry %q: %w", sanitizeRemote(hdr.Name, 200), err)
+		}
+		if body == nil {
+			return nil
+		}
+		// cw charges every byte to the pull's limits and stops at the
+		// first one over (ErrLayerTooLarge): no decompression bomb gets through.
+		_, err := io.Copy(cw, body) //nolint:gosec // see above
+		return err
+	}
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -133,12 +153,6 @@ func filterLayer(in io.Reader, out io.Writer, lc *layerCharge) error {
 		}
 		if err != nil {
 			return fmt.Errorf("read layer: %w", err)
-		}
-		if err := lc.entry(); err != nil {
-			return err
-		}
-		if err := lc.charge(entryOverhead(hdr), max(hdr.Size, 0)); err != nil {
-			return fmt.Errorf("entry %q: %w", sanitizeRemote(hdr.Name, 200), err)
 		}
 		if hdr.Typeflag == tar.TypeGNUSparse {
 			hdr.Typeflag = tar.TypeReg
@@ -148,13 +162,16 @@ func filterLayer(in io.Reader, out io.Writer, lc *layerCharge) error {
 				delete(hdr.PAXRecords, k)
 			}
 		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("entry %q: %w", sanitizeRemote(hdr.Name, 200), err)
+		if ll != nil && hdr.Typeflag == tar.TypeLink {
+			if err := ll.prepare(hdr, emit); err != nil {
+				return err
+			}
 		}
-		// cw charges every byte to the pull's limits and stops at the
-		// first one over (ErrLayerTooLarge): no decompression bomb gets through.
-		if _, err := io.Copy(cw, tr); err != nil { //nolint:gosec // see above
+		if err := emit(hdr, tr); err != nil {
 			return err
+		}
+		if ll != nil {
+			ll.names.record(hdr)
 		}
 	}
 }

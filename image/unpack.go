@@ -21,6 +21,19 @@ import (
 	"github.com/minicri/minicri/internal/atomicfile"
 )
 
+// ErrBadLayer is the cause of a pull whose layer, as the image names it
+// (its digest verified), does not unpack: a tar error, an entry that would
+// escape the layer, a hard link to nothing, a diff ID that does not match.
+var ErrBadLayer = errors.New("layer does not unpack")
+
+// badLayer marks an unpack error of verified content as the image's fault.
+func badLayer(err error) error {
+	if errors.Is(err, ErrLayerTooLarge) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrBadLayer, err)
+}
+
 var (
 	gzipMagic = []byte{0x1f, 0x8b}
 	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
@@ -55,11 +68,14 @@ func decompress(r io.Reader) (io.ReadCloser, error) {
 // symlinks and hardlinks) fail the unpack. A layer that breaks the pull's
 // limits lim fails with ErrLayerTooLarge. It checks the uncompressed
 // digest against diffID and returns the directory, which the caller renames
-// into place; on error nothing is left.
-func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string, lim *pullLimits) (dir string, err error) {
+// into place; on error nothing is left. lowers (nil for none) gives the
+// directories of the layers below, for hard links to their files
+// (lowerlink.go); usedLowers says the directory depends on them.
+func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string, lim *pullLimits,
+	lowers func(context.Context) ([]string, error)) (dir string, usedLowers bool, err error) {
 	tmp, err := os.MkdirTemp(s.layDir, ".tmp-"+strings.TrimPrefix(diffID, "sha256:")[:12]+"-")
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer func() {
 		if err != nil {
@@ -70,39 +86,40 @@ func (s *Store) unpackLayer(ctx context.Context, r io.Reader, diffID string, lim
 	// "/": a non-root container user must search it. The layer store above it
 	// is 0700 (nothing there is reachable by host users).
 	if err := os.Chmod(tmp, 0o755); err != nil { //nolint:gosec // see above
-		return "", err
+		return "", false, err
 	}
 	compressed := &countingReader{r: &ctxReader{ctx: ctx, r: r}, n: &lim.compressed}
 	dr, err := decompress(compressed)
 	if err != nil {
-		return "", fmt.Errorf("decompress: %w", err)
+		return "", false, fmt.Errorf("decompress: %w", err)
 	}
 	defer dr.Close()
 	h := sha256.New()
 	tr := io.TeeReader(dr, h)
-	if err := unpackLimited(tr, tmp, &layerCharge{p: lim}); err != nil {
+	ll := &lowerLinks{lowers: lowers, ctx: ctx, names: newLayerNames()}
+	if err := unpackLimited(tr, tmp, &layerCharge{p: lim}, ll); err != nil {
 		if cerr := contextErr(ctx); cerr != nil {
-			return "", cerr
+			return "", false, cerr
 		}
-		return "", err
+		return "", false, err
 	}
 	// The tar end marker and any padding count in the diff ID.
 	if _, err := io.Copy(io.Discard, tr); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != diffID {
-		return "", fmt.Errorf("layer diff ID mismatch: got %s, want %s", got, diffID)
+		return "", false, fmt.Errorf("layer diff ID mismatch: got %s, want %s", got, diffID)
 	}
-	return tmp, nil
+	return tmp, ll.used, nil
 }
 
 // unpackLimited unpacks the tar stream in into dir through a filter that
 // charges lc (see filterLayer).
-func unpackLimited(in io.Reader, dir string, lc *layerCharge) error {
+func unpackLimited(in io.Reader, dir string, lc *layerCharge, ll *lowerLinks) error {
 	pr, pw := io.Pipe()
 	filterErr := make(chan error, 1)
 	go func() {
-		err := filterLayer(in, pw, lc)
+		err := filterLayer(in, pw, lc, ll)
 		_ = pw.CloseWithError(err)
 		filterErr <- err
 	}()

@@ -54,7 +54,7 @@ func FuzzUnpack(f *testing.F) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			dir, err = s.unpackLayer(context.Background(), bytes.NewReader(data), "sha256:"+hex.EncodeToString(sum[:]), s.newPullLimits())
+			dir, _, err = s.unpackLayer(context.Background(), bytes.NewReader(data), "sha256:"+hex.EncodeToString(sum[:]), s.newPullLimits(), nil)
 		}()
 		select {
 		case <-done:

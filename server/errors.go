@@ -29,6 +29,7 @@ var codeOf = []struct {
 	{image.ErrInvalidReference, codes.InvalidArgument},
 	{image.ErrNoProgress, codes.DeadlineExceeded},
 	{image.ErrLayerTooLarge, codes.ResourceExhausted},
+	{image.ErrBadLayer, codes.InvalidArgument},
 	{image.ErrBadArtifact, codes.InvalidArgument},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 	{context.Canceled, codes.Canceled},
