@@ -61,7 +61,8 @@ trap cleanup EXIT
 mkdir -p "$CERTS"
 "$BIN/registry" -addr 127.0.0.1:0 -hosts-dir "$CERTS" -bench=false >"$T/registry.log" 2>&1 &
 REG_PID=$!
-for _ in $(seq 600); do grep -qs ' serving .* references on ' "$T/registry.log" && break; sleep 0.1; done
+# The catalog is built at start: seconds on the host, 15-30x that in the emulated guest.
+for _ in $(seq 3000); do grep -qs ' serving .* references on ' "$T/registry.log" && break; sleep 0.1; done
 grep -qs ' serving .* references on ' "$T/registry.log" || { cat "$T/registry.log" >&2; fail "the registry did not start"; }
 
 log "make install"
