@@ -7,6 +7,7 @@
 #   make fuzz         every Go fuzz target for FUZZTIME each (hack/fuzz.sh)
 #   make critest      critest v1.37.0 against a private minicri instance
 #   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
+#   make conformance  the Kubernetes conformance suite, offline (test/conformance/README.md)
 #   make bench        minicri vs Debian containerd + runc: pod lifecycles, memory, image pull
 #   make vmtest-ci    a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
 #                     node shape, integration + critest subsets, minicri's systemd unit
@@ -45,7 +46,7 @@ CNI_VERSION       := v1.10.0
 CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
-.PHONY: all deps build run vet lint unit fuzz integration critest test bench clean FORCE
+.PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench clean FORCE
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
@@ -115,6 +116,11 @@ e2e: build
 # PodSandboxStatus containers_statuses/timestamp; checks no fallback, no ContainerStatus).
 e2e-evented: build
 	E2E_MODES=standalone E2E_FEATURE_GATES=EventedPLEG=true E2E_OUT=$(CURDIR)/$(OUT)/e2e-evented test/e2e/run.sh
+
+# The Kubernetes conformance suite (e2e.test v1.37.2, [Conformance] + [NodeConformance]),
+# offline, on test/cluster (else test/e2e's one-node cluster): test/conformance/README.md.
+conformance: build
+	test/conformance/run.sh
 
 # One phase after the other, each timed; the first failure stops the run.
 define phase
