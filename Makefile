@@ -47,6 +47,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench clean FORCE
+.PHONY: cluster cluster-down cluster-netcheck
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
@@ -121,6 +122,18 @@ e2e-evented: build
 # offline, on test/cluster (else test/e2e's one-node cluster): test/conformance/README.md.
 conformance: build
 	test/conformance/run.sh
+
+# A multi-node cluster on this machine (test/cluster: nodes in network namespaces, each with
+# its own minicri, kubelet and kube-proxy; CoreDNS; left running until cluster-down).
+cluster: build
+	test/cluster/up.sh
+
+cluster-down:
+	test/cluster/down.sh
+
+# Pod networking across nodes on the running cluster (make cluster first), then leak checks.
+cluster-netcheck:
+	test/cluster/netcheck.sh
 
 # One phase after the other, each timed; the first failure stops the run.
 define phase

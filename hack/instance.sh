@@ -26,6 +26,12 @@
 #   INSTANCE_REGISTRY_ARGS more flags for it (e.g. -e2e-images DIR: the conformance images)
 #   INSTANCE_CDI_DIR   the CDI spec directory (default: minicri's, /etc/cdi and /var/run/cdi)
 #   INSTANCE_CONFIG_EXTRA  TOML appended to the instance's config.toml (e.g. [runtimes.runc])
+#   INSTANCE_NETNS     run minicri in this named network namespace (/run/netns; only the
+#                      network namespace: minicri keeps the host's mounts and cgroups)
+#   INSTANCE_DEFAULT_NETWORK=false  no built-in network: pods wait (network not ready)
+#                      until a config appears in "$INSTANCE_TMP/net.d"
+#   INSTANCE_HOSTS_DIR registry hosts.toml directory of a registry someone else runs
+#                      (instead of INSTANCE_REGISTRY)
 # Outputs (set by instance_start):
 #   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
 #   INSTANCE_BRIDGE (deleted by instance_stop)
@@ -96,13 +102,13 @@ instance_start() {
 		[network]
 		conf_dir = "$INSTANCE_TMP/net.d"
 		bin_dirs = ["/opt/cni/bin"]
-		default_network = true
+		default_network = ${INSTANCE_DEFAULT_NETWORK:-true}
 		default_name = "minicri-$name"
 		default_bridge = "$bridge"
 		default_subnet = "$subnet"
 
 		[registry]
-		config_path = "$INSTANCE_TMP/certs.d"
+		config_path = "${INSTANCE_HOSTS_DIR:-$INSTANCE_TMP/certs.d}"
 	EOF
 	# CDI specs from this directory only (test/e2e's device plugin writes there).
 	[ -z "${INSTANCE_CDI_DIR:-}" ] || printf '\n[cdi]\nspec_dirs = ["%s"]\n' "$INSTANCE_CDI_DIR" >>"$INSTANCE_TMP/config.toml"
@@ -117,7 +123,9 @@ instance_start() {
 	instance__log "starting $MINICRI in $INSTANCE_TMP (log: $INSTANCE_LOG)"
 	# Own session: a Ctrl-C on the terminal reaches this script, whose trap stops minicri
 	# in order (pods first), instead of killing minicri under it.
-	setsid "$MINICRI" "${flags[@]}" </dev/null >"$INSTANCE_LOG" 2>&1 &
+	local netns=()
+	[ -z "${INSTANCE_NETNS:-}" ] || netns=(nsenter "--net=/run/netns/$INSTANCE_NETNS" --)
+	setsid "${netns[@]}" "$MINICRI" "${flags[@]}" </dev/null >"$INSTANCE_LOG" 2>&1 &
 	INSTANCE_PID=$!
 
 	for ((i = 0; i < timeout * 10; i++)); do
@@ -268,8 +276,10 @@ instance_stop() {
 		INSTANCE_REGISTRY_PID=
 	fi
 	# The CNI bridge plugin never deletes its bridge; this instance's is ours.
-	if [ -n "${INSTANCE_BRIDGE:-}" ] && ip link show "$INSTANCE_BRIDGE" >/dev/null 2>&1; then
-		ip link del "$INSTANCE_BRIDGE" || { instance__log "cannot delete bridge $INSTANCE_BRIDGE"; rc=1; }
+	local ipns=()
+	[ -z "${INSTANCE_NETNS:-}" ] || ipns=(-n "$INSTANCE_NETNS")
+	if [ -n "${INSTANCE_BRIDGE:-}" ] && ip "${ipns[@]}" link show "$INSTANCE_BRIDGE" >/dev/null 2>&1; then
+		ip "${ipns[@]}" link del "$INSTANCE_BRIDGE" || { instance__log "cannot delete bridge $INSTANCE_BRIDGE"; rc=1; }
 	fi
 	if ! instance__leaks; then
 		rc=1

@@ -110,99 +110,9 @@ NODE_IP=$(node_ip)
 [ -n "$NODE_IP" ] || { echo "e2e: no non-loopback IPv4 address for the node" >&2; exit 1; }
 e2e_log "node $NODE_NAME, IP $NODE_IP, binaries in $BIN"
 
-# free_port: a TCP port nothing listens on (and not handed out before in this run).
-E2E_PORTS=" "
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 20000))
-		case $E2E_PORTS in *" $p "*) continue ;; esac
-		[ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ] || continue
-		E2E_PORTS="$E2E_PORTS$p "
-		echo "$p"
-		return
-	done
-}
-
 # ---- cleanup --------------------------------------------------------------------------
 E2E_TMP=$(mktemp -d /tmp/e2k.XXXXX)
 KUBELET_ROOTS=()
-
-cgroup_hierarchies() {
-	awk '$9 == "cgroup" || $9 == "cgroup2" { print $5 }' /proc/self/mountinfo
-}
-
-# cgroup_root_create: the kubelet's cgroup root must exist in every v1 hierarchy first.
-# (systemd driver: the kubelet makes kubepods.slice itself.)
-cgroup_root_create() {
-	local h
-	[ "$CGROUP_DRIVER" = cgroupfs ] || return 0
-	while read -r h; do
-		mkdir -p "$h$CGROUP_ROOT"
-		# A new cpuset cgroup starts empty; copy the parent's CPUs and memory nodes.
-		if [ -f "$h/cpuset.cpus" ] && [ -f "$h$CGROUP_ROOT/cpuset.cpus" ]; then
-			[ -n "$(cat "$h$CGROUP_ROOT/cpuset.cpus")" ] || cat "$h/cpuset.cpus" >"$h$CGROUP_ROOT/cpuset.cpus"
-			[ -n "$(cat "$h$CGROUP_ROOT/cpuset.mems")" ] || cat "$h/cpuset.mems" >"$h$CGROUP_ROOT/cpuset.mems"
-		fi
-	done < <(cgroup_hierarchies)
-}
-
-# cgroup_procs_under: "cgroup: pids" for every cgroup below the root that holds processes.
-cgroup_procs_under() {
-	local h f procs
-	if [ "$CGROUP_DRIVER" = systemd ]; then
-		while read -r f; do
-			procs=$(tr '\n' ' ' <"$f" 2>/dev/null) || continue
-			[ -z "${procs// /}" ] || echo "${f%/cgroup.procs}: $procs"
-		done < <(find /sys/fs/cgroup/kubepods.slice -name cgroup.procs 2>/dev/null)
-		return
-	fi
-	while read -r h; do
-		[ -d "$h$CGROUP_ROOT" ] || continue
-		while read -r f; do
-			procs=$(tr '\n' ' ' <"$f" 2>/dev/null) || continue
-			[ -z "${procs// /}" ] || echo "${f%/cgroup.procs}: $procs"
-		done < <(find "$h$CGROUP_ROOT" -name cgroup.procs 2>/dev/null)
-	done < <(cgroup_hierarchies)
-}
-
-# pod_cgroups: pod-level cgroups the kubelet made (kubepods/[qos/]pod<uid>, or
-# kubepods.slice/[kubepods-<qos>.slice/]kubepods-[<qos>-]pod<uid>.slice) that still exist.
-pod_cgroups() {
-	local h
-	if [ "$CGROUP_DRIVER" = systemd ]; then
-		find /sys/fs/cgroup/kubepods.slice -mindepth 1 -maxdepth 2 -type d -name 'kubepods-*pod*.slice' 2>/dev/null
-		return
-	fi
-	while read -r h; do
-		[ -d "$h$CGROUP_ROOT/kubepods" ] || continue
-		find "$h$CGROUP_ROOT/kubepods" -mindepth 1 -maxdepth 2 -type d -name 'pod*' 2>/dev/null
-	done < <(cgroup_hierarchies)
-}
-
-cgroup_root_remove() {
-	local h
-	if [ "$CGROUP_DRIVER" = systemd ]; then
-		# The kubelet leaves kubepods.slice (and its QoS slices) behind when it stops.
-		[ ! -d /sys/fs/cgroup/kubepods.slice ] || systemctl stop kubepods.slice 2>/dev/null || true
-		return 0
-	fi
-	while read -r h; do
-		[ -d "$h$CGROUP_ROOT" ] || continue
-		find "$h$CGROUP_ROOT" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-		[ ! -d "$h$CGROUP_ROOT" ] || e2e_log "warning: could not remove $h$CGROUP_ROOT"
-	done < <(cgroup_hierarchies)
-}
-
-# mounts_under DIR: mount points at or below DIR (path through the environment).
-mounts_under() {
-	D=$1 awk '$5 == ENVIRON["D"] || index($5, ENVIRON["D"] "/") == 1 { print $5 }' /proc/self/mountinfo
-}
-
-unmount_tree() {
-	local m
-	mounts_under "$1" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-}
 
 # pod_logs_remove: the kubelet removes a pod's /var/log/pods dir and /var/log/containers
 # links in its GC, a while after the pod; a failed or interrupted run may stop it first.
@@ -343,20 +253,8 @@ summary() {
 PKI=$E2E_TMP/pki
 certs_make "$PKI" "$NODE_NAME" "$NODE_IP"
 cgroup_root_create
-# A /16 no other interface routes (other private instances on this machine have their own
-# bridges; a route clash sends pod traffic to the wrong bridge).
-pod_subnet() {
-	local n routes
-	routes=$(ip -4 route show)
-	for n in $(seq 180 189); do
-		# Neither a route inside 10.n/16 nor one that covers it (other than the default).
-		! grep -q "^10\.$n\." <<<"$routes" || continue
-		[ -z "$(ip -4 route show to match "10.$n.0.1" 2>/dev/null | grep -v '^default')" ] || continue
-		echo "10.$n.0.0/16"
-		return
-	done
-	return 1
-}
+# A /16 no other interface routes (free_subnet16 in lib.sh).
+pod_subnet() { free_subnet16 180 189; }
 POD_BRIDGE=mcri-e2e0
 # A bridge left by an earlier run keeps its old address (and route): start clean.
 ip link del "$POD_BRIDGE" 2>/dev/null || true
@@ -490,64 +388,6 @@ running_containers() { crictl ps --state Running --label "$1" -q 2>/dev/null | g
 # pod_sandboxes LABEL=VALUE: sandboxes (any state) with the label.
 pod_sandboxes() { crictl pods --label "$1" -q 2>/dev/null | grep -c . || true; }
 
-no_sandboxes() { [ "$(crictl pods -q 2>/dev/null | grep -c .)" = 0 ]; }
-no_containers() { [ "$(crictl ps -a -q 2>/dev/null | grep -c .)" = 0 ]; }
-no_pod_cgroups() { [ -z "$(pod_cgroups)" ]; }
-
-# leak_check: after every pod is gone: nothing left in minicri or on the machine.
-leak_check() {
-	local leaks=0 m netns procs pid cmd f
-	if ! no_sandboxes; then
-		e2e_log "LEAK: sandboxes still listed: $(crictl pods 2>&1 | tail -n +2 | tr '\n' ';')"
-		leaks=1
-	fi
-	if ! no_containers; then
-		e2e_log "LEAK: containers still listed: $(crictl ps -a 2>&1 | tail -n +2 | tr '\n' ';')"
-		leaks=1
-	fi
-	netns=$(find "$INSTANCE_TMP/state/netns" -mindepth 1 2>/dev/null | head -n 5 | tr '\n' ' ')
-	if [ -n "$netns" ]; then
-		e2e_log "LEAK: netns pins: $netns"
-		leaks=1
-	fi
-	while read -r m; do
-		[ -n "$m" ] || continue
-		grep -qxF "$m" <<<"$MINICRI_BASE_MOUNTS" && continue
-		# The netns pin dir is bind-mounted onto itself and made shared while minicri
-		# runs (by design); a pin below it is a leak.
-		[ "$m" != "$INSTANCE_TMP/state/netns" ] || continue
-		e2e_log "LEAK: mount $m"
-		leaks=1
-	done < <(mounts_under "$INSTANCE_TMP")
-	for m in "${KUBELET_ROOTS[@]}"; do
-		if [ -n "$(mounts_under "$m/pods")" ]; then
-			e2e_log "LEAK: volume mounts under $m/pods: $(mounts_under "$m/pods" | tr '\n' ' ')"
-			leaks=1
-		fi
-	done
-	procs=$(cgroup_procs_under)
-	if [ -n "$procs" ]; then
-		e2e_log "LEAK: processes in pod cgroups: $procs"
-		leaks=1
-	fi
-	if ! no_pod_cgroups; then
-		e2e_log "LEAK: pod cgroups left: $(pod_cgroups | head -n 10 | tr '\n' ' ')"
-		leaks=1
-	fi
-	# Processes that mention the instance (monitors), other than minicri and the registry.
-	for f in /proc/[0-9]*/cmdline; do
-		pid=${f#/proc/}
-		pid=${pid%/cmdline}
-		case $pid in "$$" | "${BASHPID:-}" | "$INSTANCE_PID" | "${INSTANCE_REGISTRY_PID:-}") continue ;; esac
-		cmd=$({ tr '\0' ' ' <"$f"; } 2>/dev/null) || continue
-		case $cmd in *"$INSTANCE_TMP/state"*)
-			e2e_log "LEAK: process $pid: $cmd"
-			leaks=1
-			;;
-		esac
-	done
-	return $leaks
-}
 
 # container_in_kubepods_slice ID: the container's process (pid from crictl inspect) is in
 # a scope below the kubelet's pod slice: /proc/<pid>/cgroup reads

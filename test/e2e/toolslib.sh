@@ -1,0 +1,65 @@
+# shellcheck shell=bash
+# test/e2e/toolslib.sh — build a Go command through a wrapper module, cached by a key of the
+# wrapper's go.mod/go.sum, the link flags and Go (sourced by test/e2e/tools.sh and
+# test/cluster/tools.sh). Needs ROOT, CACHE_DIR, GO and LOG set.
+
+log() { echo "e2e-tools: $*" >&2; }
+
+# key WRAPPER_DIR LDFLAGS: changes whenever the pinned versions (go.mod/go.sum), the
+# flags or Go change.
+key() {
+	{ cat "$1/go.mod" "$1/go.sum"; echo "$2"; "$GO" env GOVERSION GOARCH; } | sha256sum | cut -c1-12
+}
+
+# ensure NAME WRAPPER_DIR LDFLAGS PKG... : prints the directory holding the built commands.
+ensure() {
+	local name=$1 wrapper=$2 ldflags="-s -w $3" k dir tmp start pkgs=() p
+	shift 3
+	pkgs=("$@")
+	k=$(key "$wrapper" "$ldflags")
+	dir=$CACHE_DIR/$name-$k
+	if [ -f "$dir/.complete" ] && [ "$(cat "$dir/.complete")" = "$name-$k" ]; then
+		local ok=1
+		for p in "${pkgs[@]}"; do [ -x "$dir/$(cmdname "$p")" ] || ok=0; done
+		if [ $ok = 1 ]; then
+			log "$name: cached in $dir"
+			echo "$dir"
+			return 0
+		fi
+	fi
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/e2e-build.XXXXX")
+	log "$name: building ${pkgs[*]} (log: $LOG); the first cold build takes long"
+	start=$(date +%s)
+	if ! (cd "$wrapper" && GOFLAGS=-mod=readonly "$GO" build -trimpath -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}") >>"$LOG" 2>&1; then
+		tail -n 30 "$LOG" >&2
+		rm -rf "$tmp"
+		log "$name: build FAILED after $(($(date +%s) - start))s"
+		return 1
+	fi
+	log "$name: built in $(($(date +%s) - start))s"
+	echo "$name-$k" >"$tmp/.complete"
+	chmod 0755 "$tmp"
+	if mkdir -p "$CACHE_DIR" 2>/dev/null && rm -rf "$dir.tmp.$$" && cp -a "$tmp" "$dir.tmp.$$" 2>/dev/null &&
+		rm -rf "$dir" && mv "$dir.tmp.$$" "$dir"; then
+		rm -rf "$tmp"
+		# Older builds of the same tool are dead weight (each is ~400 MB).
+		find "$CACHE_DIR" -maxdepth 1 -name "$name-*" ! -name "$name-$k" -exec rm -rf {} + 2>/dev/null || true
+		echo "$dir"
+	else
+		rm -rf "$dir.tmp.$$" 2>/dev/null || true
+		log "note: could not write cache $dir; using $ROOT/_output/e2e/$name-$k"
+		rm -rf "$ROOT/_output/e2e/$name-$k"
+		mv "$tmp" "$ROOT/_output/e2e/$name-$k"
+		echo "$ROOT/_output/e2e/$name-$k"
+	fi
+}
+
+# cmdname PKG: the binary name go build gives a main package (etcd's is server/v3 -> "v3"
+# would be wrong: go build names it after the last non-version element, "server").
+cmdname() {
+	case $1 in
+	go.etcd.io/etcd/server/v3) echo server ;;
+	*) basename "$1" ;;
+	esac
+}
+
