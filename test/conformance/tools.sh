@@ -49,7 +49,7 @@ build() {
 	(
 		cd "$WRAPPER"
 		export GOFLAGS=-mod=readonly
-		nice -n 10 "$GO" test -c -trimpath -ldflags="$2" -o "$1/e2e.test" k8s.io/kubernetes/test/e2e &&
+		nice -n 10 "$GO" test -c -vet=off -trimpath -ldflags="$2" -o "$1/e2e.test" k8s.io/kubernetes/test/e2e &&
 			CGO_ENABLED=0 nice -n 10 "$GO" build -trimpath -ldflags="$2" -o "$1/agnhost" k8s.io/kubernetes/test/images/agnhost
 	) >>"$LOG" 2>&1
 }
