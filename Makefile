@@ -2,7 +2,8 @@
 # everything that needs tools depends on `deps` (fast when already done).
 #
 #   make run          build, install what is missing, run minicri in the foreground
-#   make test         vet + lint + unit + fuzz + integration + critest + e2e + vmtest-ci, stops at the first failure
+#   make test         vet + lint + unit + fuzz + integration + critest + e2e + e2e-evented + vmtest-ci,
+#                     stops at the first failure
 #   make lint         golangci-lint (.golangci.yml): govet staticcheck errcheck gosec ineffassign unused
 #   make fuzz         every Go fuzz target for FUZZTIME each (hack/fuzz.sh)
 #   make critest      critest v1.37.0 against a private minicri instance
@@ -47,7 +48,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench clean FORCE
-.PHONY: cluster cluster-down cluster-netcheck
+.PHONY: cluster cluster-down cluster-netcheck cluster-test
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
@@ -135,6 +136,10 @@ cluster-down:
 cluster-netcheck:
 	test/cluster/netcheck.sh
 
+# All three: up, netcheck, down (down also after a failed netcheck; a failed up cleans up).
+cluster-test: build
+	test/cluster/up.sh && { test/cluster/netcheck.sh; rc=$$?; test/cluster/down.sh || rc=1; exit $$rc; }
+
 # One phase after the other, each timed; the first failure stops the run.
 define phase
 	@echo "==> make $(1)"; start=$$(date +%s); \
@@ -153,6 +158,7 @@ test: deps
 	$(call phase,integration)
 	$(call phase,critest)
 	$(call phase,e2e)
+	$(call phase,e2e-evented)
 	$(call phase,vmtest-ci)
 
 # ---- VM lab (test/vm) ------------------------------------------------------

@@ -35,6 +35,7 @@ type Config struct {
 	Registry Registry `toml:"registry"`
 	Stream   Stream   `toml:"stream"`
 	CDI      CDI      `toml:"cdi"`
+	NRI      NRI      `toml:"nri"`
 	// Runtimes are the RuntimeClass handlers besides the built-in "".
 	Runtimes map[string]Runtime `toml:"runtimes,omitempty"`
 }
@@ -46,6 +47,22 @@ type CDI struct {
 	Enable bool `toml:"enable"`
 	// SpecDirs are read in order; a later directory wins a conflict.
 	SpecDirs []string `toml:"spec_dirs"`
+}
+
+// NRI configures the Node Resource Interface (plugins that watch and adjust
+// pods and containers).
+type NRI struct {
+	Enable bool `toml:"enable"`
+	// SocketPath is where external plugins connect.
+	SocketPath string `toml:"socket_path"`
+	// PluginPath holds plugins minicri starts itself; PluginConfigPath
+	// their configuration.
+	PluginPath       string `toml:"plugin_path"`
+	PluginConfigPath string `toml:"plugin_config_path"`
+	// RegistrationTimeout bounds a plugin's registration; RequestTimeout
+	// one event or its synchronization with existing pods and containers.
+	RegistrationTimeout string `toml:"plugin_registration_timeout"`
+	RequestTimeout      string `toml:"plugin_request_timeout"`
 }
 
 // Network configures pod networking.
@@ -117,6 +134,14 @@ func Default() Config {
 			IdleTimeout: "4h",
 		},
 		CDI: CDI{Enable: true, SpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
+		NRI: NRI{
+			Enable:              true,
+			SocketPath:          "/var/run/nri/nri.sock",
+			PluginPath:          "/opt/nri/plugins",
+			PluginConfigPath:    "/etc/nri/conf.d",
+			RegistrationTimeout: "5s",
+			RequestTimeout:      "5s",
+		},
 	}
 }
 
@@ -168,10 +193,37 @@ func (c Config) Validate() error {
 			return fmt.Errorf("config: cdi.spec_dirs must be absolute paths, got %q", d)
 		}
 	}
+	if err := c.NRI.validate(); err != nil {
+		return err
+	}
 	if err := c.validateRuntimes(); err != nil {
 		return err
 	}
 	return c.Stream.validate()
+}
+
+func (n NRI) validate() error {
+	if !n.Enable {
+		return nil
+	}
+	for name, p := range map[string]string{"socket_path": n.SocketPath, "plugin_path": n.PluginPath, "plugin_config_path": n.PluginConfigPath} {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("config: nri.%s must be an absolute path, got %q", name, p)
+		}
+	}
+	for name, v := range map[string]string{"plugin_registration_timeout": n.RegistrationTimeout, "plugin_request_timeout": n.RequestTimeout} {
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			return fmt.Errorf("config: nri.%s must be a positive duration, got %q", name, v)
+		}
+	}
+	return nil
+}
+
+// Timeouts are the parsed NRI timeouts (valid after Validate).
+func (n NRI) Timeouts() (registration, request time.Duration) {
+	registration, _ = time.ParseDuration(n.RegistrationTimeout)
+	request, _ = time.ParseDuration(n.RequestTimeout)
+	return registration, request
 }
 
 func (s Stream) validate() error {

@@ -31,6 +31,12 @@ func (m *Manager) injectCDI(spec *specs.Spec, cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	return m.InjectCDIDevices(spec, names)
+}
+
+// InjectCDIDevices adds the named CDI devices to spec: the CRI's, and those
+// an NRI plugin's adjustment names. Errors as injectCDI's.
+func (m *Manager) InjectCDIDevices(spec *specs.Spec, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}

@@ -32,6 +32,10 @@ type Mount struct {
 	// is always seen through the pod's user namespace.
 	UIDMappings []IDMapping `json:"uid_mappings,omitempty"`
 	GIDMappings []IDMapping `json:"gid_mappings,omitempty"`
+
+	// MountOptions are extra bind options (noexec, nodev, nosuid; KEP-5855,
+	// see mountoptions.go).
+	MountOptions []string `json:"mount_options,omitempty"`
 }
 
 // Device is one CRI device.
@@ -154,6 +158,11 @@ type Config struct {
 
 	// CDIDevices are fully qualified CDI device names (vendor.com/class=name).
 	CDIDevices []string `json:"cdi_devices,omitempty"`
+
+	// UserSpecifiedImage is the image as the pod names it (the kubelet
+	// sends the image ID in Image); it names the image in the spec's
+	// annotations, as in containerd (see imagename.go).
+	UserSpecifiedImage string `json:"user_specified_image,omitempty"`
 }
 
 // ImageConfig is what a container takes from its image.

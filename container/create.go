@@ -64,11 +64,12 @@ func (m *Manager) Create(ctx context.Context, podID string, cfg Config) (string,
 
 // creation carries one CreateContainer through its steps.
 type creation struct {
-	m    *Manager
-	pod  PodInfo
-	rec  Record
-	img  image.Image
-	spec *specs.Spec
+	m       *Manager
+	pod     PodInfo
+	rec     Record
+	img     image.Image
+	spec    *specs.Spec
+	release func() // from Hooks.CreateContainer, called once published or undone
 }
 
 func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config) error {
@@ -91,9 +92,14 @@ func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config
 		{Name: "acquire image volumes", Do: c.acquireImageVolumes, Undo: c.releaseImageVolumes},
 		{Name: "mount rootfs", Do: c.mountRootfs, Undo: c.unmountRootfs},
 		{Name: "build spec", Do: c.buildSpec},
+		{Name: "nri create container", Do: c.hookCreate, Undo: c.unhookCreate},
+		{Name: "write spec", Do: c.writeSpec},
 		{Name: "create in monitor", Do: c.createInMonitor, Undo: c.destroy},
 		{Name: "publish created", Do: c.publish},
 	})
+	if c.release != nil {
+		c.release()
+	}
 	attrs := []any{"err", err}
 	for _, t := range timings {
 		attrs = append(attrs, t.Name, t.Duration.Round(10*time.Microsecond).String())
@@ -103,6 +109,9 @@ func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config
 		return err
 	}
 	log.Info("container created", attrs[2:]...)
+	if m.opts.Hooks.Active() {
+		m.opts.Hooks.PostCreateContainer(ctx, Info{Record: c.rec})
+	}
 	return nil
 }
 
@@ -214,7 +223,12 @@ func (c *creation) buildSpec(context.Context) error {
 	c.spec = spec
 	u := spec.Process.User
 	c.rec.User = &User{UID: u.UID, GID: u.GID, Groups: u.AdditionalGids}
-	data, err := json.Marshal(spec)
+	return nil
+}
+
+// writeSpec writes the spec, as the hooks left it, into the bundle.
+func (c *creation) writeSpec(context.Context) error {
+	data, err := json.Marshal(c.spec)
 	if err != nil {
 		return fmt.Errorf("marshal spec: %w", err)
 	}
@@ -301,6 +315,7 @@ func (c *creation) publish(context.Context) error {
 		return err
 	}
 	c.m.store.add(ctr)
+	c.rec.Status = ctr.Status()
 	return nil
 }
 

@@ -21,9 +21,12 @@ const hostDevRoot = "/dev"
 // container, WithHostDevices and WithAllDevicesAllowed. The device cgroup
 // starts from deny-all (containerd's default spec); runc's specconv then
 // appends its default allowed devices (null, zero, full, tty, random,
-// urandom, ptmx, pts) after these rules.
-func buildDevices(cfg *Config) ([]specs.LinuxDevice, []specs.LinuxDeviceCgroup, error) {
+// urandom, ptmx, pts) after these rules. moved maps the container path of
+// each device found somewhere else on the host to its host path (see
+// bindMovedDevices).
+func buildDevices(cfg *Config) ([]specs.LinuxDevice, []specs.LinuxDeviceCgroup, map[string]string, error) {
 	var devs []specs.LinuxDevice
+	var moved map[string]string
 	rules := []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}
 
 	for _, d := range cfg.Devices {
@@ -32,31 +35,37 @@ func buildDevices(cfg *Config) ([]specs.LinuxDevice, []specs.LinuxDeviceCgroup, 
 			perms = "rwm"
 		}
 		if strings.Trim(perms, "rwm") != "" {
-			return nil, nil, fmt.Errorf("%w: device %q: invalid permissions %q", ErrInvalid, d.HostPath, d.Permissions)
+			return nil, nil, nil, fmt.Errorf("%w: device %q: invalid permissions %q", ErrInvalid, d.HostPath, d.Permissions)
 		}
 		if d.HostPath == "" {
-			return nil, nil, fmt.Errorf("%w: device with container path %q has no host path", ErrInvalid, d.ContainerPath)
+			return nil, nil, nil, fmt.Errorf("%w: device with container path %q has no host path", ErrInvalid, d.ContainerPath)
 		}
 		if d.ContainerPath != "" && !filepath.IsAbs(d.ContainerPath) {
-			return nil, nil, fmt.Errorf("%w: device container path %q is not absolute", ErrInvalid, d.ContainerPath)
+			return nil, nil, nil, fmt.Errorf("%w: device container path %q is not absolute", ErrInvalid, d.ContainerPath)
 		}
 		path, err := filepath.EvalSymlinks(d.HostPath)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return nil, nil, fmt.Errorf("%w: device %q: %w", ErrInvalid, d.HostPath, err)
+				return nil, nil, nil, fmt.Errorf("%w: device %q: %w", ErrInvalid, d.HostPath, err)
 			}
-			return nil, nil, fmt.Errorf("resolve device %q: %w", d.HostPath, err)
+			return nil, nil, nil, fmt.Errorf("resolve device %q: %w", d.HostPath, err)
 		}
 		found, err := getDevices(path, d.ContainerPath)
 		if err != nil {
 			if errors.Is(err, errNotADevice) || errors.Is(err, os.ErrNotExist) {
-				return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+				return nil, nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 			}
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for i := range found {
+			if host := deviceHostPath(path, d.ContainerPath, found[i].Path); host != found[i].Path {
+				if moved == nil {
+					moved = map[string]string{}
+				}
+				moved[found[i].Path] = host
+			}
 			if found[i].Type == "p" {
-				return nil, nil, fmt.Errorf("%w: device %q is a fifo, not a device node", ErrInvalid, d.HostPath)
+				return nil, nil, nil, fmt.Errorf("%w: device %q is a fifo, not a device node", ErrInvalid, d.HostPath)
 			}
 			major, minor := found[i].Major, found[i].Minor
 			devs = append(devs, found[i])
@@ -73,7 +82,7 @@ func buildDevices(cfg *Config) ([]specs.LinuxDevice, []specs.LinuxDeviceCgroup, 
 	if cfg.Security.Privileged {
 		host, err := getDevices(hostDevRoot, "")
 		if err != nil {
-			return nil, nil, fmt.Errorf("list host devices: %w", err)
+			return nil, nil, nil, fmt.Errorf("list host devices: %w", err)
 		}
 		have := make(map[string]bool, len(devs))
 		for _, d := range devs {
@@ -86,7 +95,20 @@ func buildDevices(cfg *Config) ([]specs.LinuxDevice, []specs.LinuxDeviceCgroup, 
 		}
 		rules = []specs.LinuxDeviceCgroup{{Allow: true, Access: "rwm"}}
 	}
-	return devs, rules, nil
+	return devs, rules, moved, nil
+}
+
+// deviceHostPath is the host path of a device getDevices found at
+// devPath for the request's hostPath (resolved) and containerPath.
+func deviceHostPath(hostPath, containerPath, devPath string) string {
+	if containerPath == "" {
+		return devPath
+	}
+	rel, err := filepath.Rel(containerPath, devPath)
+	if err != nil {
+		return hostPath
+	}
+	return filepath.Join(hostPath, rel)
 }
 
 // getDevices is containerd's pkg/oci getDevices: a device node, or every

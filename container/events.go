@@ -24,6 +24,9 @@ func (m *Manager) stateChanged(c *Container, to State) {
 	if ok {
 		m.events.Publish(events.Event{Kind: kind, ID: c.ID(), PodID: c.rec.PodID})
 	}
+	if to == StateExited && m.opts.Hooks.Active() {
+		m.hookExited(c)
+	}
 }
 
 // watchExits notices exits the monitors record while events are watched.
@@ -36,7 +39,7 @@ func (m *Manager) watchExits() {
 			return
 		case <-t.C:
 		}
-		if !m.events.Watched() {
+		if !m.events.Watched() && !m.opts.Hooks.Active() {
 			continue
 		}
 		for _, c := range m.store.all("") {

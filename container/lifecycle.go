@@ -33,6 +33,11 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if m.opts.Hooks.Active() {
+		if err := m.opts.Hooks.StartContainer(ctx, m.infoOf(c)); err != nil {
+			return fmt.Errorf("start container %s: %w", c.ID(), err)
+		}
+	}
 	resp, err := monitor.Call(ctx, monitor.SocketPath(pod.MonitorDir), monitor.Request{Op: monitor.OpStart, ID: c.ID()})
 	if err != nil {
 		return fmt.Errorf("start container %s: %w", c.ID(), err)
@@ -43,6 +48,9 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	})
 	if err == nil {
 		m.log.Info("container started", "pod", c.rec.PodID, "container", c.ID())
+		if m.opts.Hooks.Active() {
+			m.opts.Hooks.PostStartContainer(ctx, m.infoOf(c))
+		}
 	}
 	return err
 }
@@ -234,6 +242,9 @@ func (m *Manager) removeLocked(ctx context.Context, c *Container) error {
 		return fmt.Errorf("remove container %s: %w", c.ID(), err)
 	}
 	c.removed = true
+	if m.opts.Hooks.Active() {
+		m.opts.Hooks.RemoveContainer(ctx, m.infoOf(c))
+	}
 	m.rates.forget(c.ID())
 	m.store.delete(c.ID())
 	m.names.release(nameKey(c.rec.PodID, c.rec.Config), c.ID())

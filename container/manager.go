@@ -40,6 +40,7 @@ type Options struct {
 	// manager closes it.
 	CDI      CDI
 	Runtimes Runtimes // RuntimeClass handlers; nil: only the built-in ""
+	Hooks    Hooks    // NRI; nil: none
 }
 
 // Manager owns every container of one minicri instance.
@@ -62,6 +63,9 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	}
 	if opts.Events == nil {
 		opts.Events = events.NewBroker()
+	}
+	if opts.Hooks == nil {
+		opts.Hooks = noHooks{}
 	}
 	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames(), rates: &rates{last: map[string]Usage{}},
 		events: opts.Events, done: make(chan struct{}),

@@ -160,6 +160,9 @@ func validateMounts(mounts []Mount) error {
 					ErrInvalid, propagationName(m.Propagation), m.HostPath)
 			}
 		}
+		if err := checkMountOptions(m); err != nil {
+			return err
+		}
 		switch m.Propagation {
 		case PropagationPrivate, PropagationHostToContainer, PropagationBidirectional:
 		default:
@@ -263,6 +266,7 @@ func buildMounts(in *SpecInput, cgroupNS bool) ([]specs.Mount, string, error) {
 		default:
 			options = append(options, "rw")
 		}
+		options = append(options, m.MountOptions...)
 		sm := specs.Mount{Source: src, Destination: m.ContainerPath, Type: "bind", Options: options}
 		withIDMapping(&sm, m, &in.Pod)
 		out = append(out, sm)

@@ -157,17 +157,45 @@ func appendCap(caps []string, c string) []string {
 	return append(caps, c)
 }
 
-// maskedAndReadonlyPaths returns exactly the request's lists, as containerd
-// does (it starts from empty lists, containerd#5029): the kubelet always
-// sends the lists it wants, containerd's defaults for procMount Default and
-// none for procMount Unmasked, which arrive as nil over gRPC. A client that
-// sends none (crictl without them) therefore gets none, as with
-// containerd. A privileged container gets none either way.
-func maskedAndReadonlyPaths(sec *Security) (masked, readonly []string) {
+// maskedAndReadonlyPaths returns the request's lists, as containerd does
+// (it starts from empty lists, containerd#5029): the kubelet always sends
+// the lists it wants, its defaults for procMount Default and none for
+// procMount Unmasked, which arrive as nil over gRPC. Unmasked is only for
+// a container with its own user namespace (the API refuses it with
+// hostUsers), where /proc/sys and friends stay owned by host root: without
+// one, an empty list is the kubelet's defaults, or a client that sends none
+// (crictl, critest) would give root in the container a writable
+// /proc/sys/kernel/core_pattern, which the host runs as root. A privileged
+// container gets none either way.
+func maskedAndReadonlyPaths(sec *Security, ownUserNS bool) (masked, readonly []string) {
 	if sec.Privileged {
 		return nil, nil
 	}
-	return slices.Clone(sec.MaskedPaths), slices.Clone(sec.ReadonlyPaths)
+	masked, readonly = slices.Clone(sec.MaskedPaths), slices.Clone(sec.ReadonlyPaths)
+	if !ownUserNS {
+		if len(masked) == 0 {
+			masked = defaultMaskedPaths()
+		}
+		if len(readonly) == 0 {
+			readonly = defaultReadonlyPaths()
+		}
+	}
+	return masked, readonly
+}
+
+// defaultMaskedPaths and defaultReadonlyPaths are the kubelet's lists for
+// procMount Default (k8s.io/kubernetes v1.37 pkg/securitycontext, less the
+// per-CPU thermal_throttle paths it adds where they exist).
+func defaultMaskedPaths() []string {
+	return []string{
+		"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+		"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+}
+
+func defaultReadonlyPaths() []string {
+	return []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 }
 
 // checkAgainstPod refuses what a container asks beyond its pod, as the

@@ -112,20 +112,29 @@ func TestMaskedAndReadonlyPaths(t *testing.T) {
 	tests := []struct {
 		name             string
 		sec              Security
+		userns           bool
 		masked, readonly []string
 	}{
 		// What the kubelet sends for procMount Unmasked arrives as nil: no
 		// defaults may creep in (containerd starts from empty lists).
-		{"nil means none", Security{}, nil, nil},
-		{"kubelet defaults", Security{MaskedPaths: []string{"/proc/kcore", "/proc/keys"}, ReadonlyPaths: []string{"/proc/sys"}},
+		{"nil means none in a pod user namespace", Security{}, true, nil, nil},
+		{"empty means none in a pod user namespace", Security{MaskedPaths: []string{}, ReadonlyPaths: []string{}}, true, []string{}, []string{}},
+		// Without one (Unmasked needs hostUsers: false), none would leave
+		// root a writable /proc/sys: the kubelet's defaults.
+		{"nil means the defaults without a pod user namespace", Security{}, false, defaultMaskedPaths(), defaultReadonlyPaths()},
+		{"empty means the defaults without a pod user namespace", Security{MaskedPaths: []string{}, ReadonlyPaths: []string{}}, false,
+			defaultMaskedPaths(), defaultReadonlyPaths()},
+		{"kubelet defaults", Security{MaskedPaths: []string{"/proc/kcore", "/proc/keys"}, ReadonlyPaths: []string{"/proc/sys"}}, false,
 			[]string{"/proc/kcore", "/proc/keys"}, []string{"/proc/sys"}},
-		{"overrides", Security{MaskedPaths: []string{"/bin/ls"}, ReadonlyPaths: []string{"/tmp"}}, []string{"/bin/ls"}, []string{"/tmp"}},
-		{"empty means none", Security{MaskedPaths: []string{}, ReadonlyPaths: []string{}}, []string{}, []string{}},
-		{"privileged", Security{Privileged: true, MaskedPaths: []string{"/x"}, ReadonlyPaths: []string{"/y"}}, nil, nil},
+		{"overrides", Security{MaskedPaths: []string{"/bin/ls"}, ReadonlyPaths: []string{"/tmp"}}, true, []string{"/bin/ls"}, []string{"/tmp"}},
+		{"privileged", Security{Privileged: true, MaskedPaths: []string{"/x"}, ReadonlyPaths: []string{"/y"}}, false, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := testInput(t)
+			if tt.userns {
+				in.Pod.UserNS = &IDMappings{UIDs: []IDMapping{{HostID: 100000, Length: 65536}}, GIDs: []IDMapping{{HostID: 100000, Length: 65536}}}
+			}
 			in.Config.Security.Privileged = tt.sec.Privileged
 			in.Config.Security.MaskedPaths = tt.sec.MaskedPaths
 			in.Config.Security.ReadonlyPaths = tt.sec.ReadonlyPaths

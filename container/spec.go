@@ -120,11 +120,14 @@ func BuildSpec(in SpecInput) (*specs.Spec, error) {
 		return nil, err
 	}
 
-	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sec)
+	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sec, in.Pod.UserNS != nil)
 
-	devices, rules, err := buildDevices(cfg)
+	devices, rules, moved, err := buildDevices(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if in.Pod.UserNS != nil {
+		devices, s.Mounts = bindMovedDevices(devices, moved, s.Mounts)
 	}
 	s.Linux.Devices = devices
 	s.Linux.Resources, err = buildResources(&cfg.Resources, rules)
@@ -155,7 +158,7 @@ func buildAnnotations(cfg *Config, podID string) map[string]string {
 	}
 	a[AnnotationSandboxID] = podID
 	a[AnnotationContainerName] = cfg.Name
-	a[AnnotationImageName] = cfg.Image
+	a[AnnotationImageName] = annotatedImageName(cfg)
 	a[AnnotationContainerType] = containerTypeContainer
 	return a
 }

@@ -20,7 +20,7 @@ import (
 // loading in the background (the first RuntimeDefault container waits
 // for it; a daemon restart finds it loaded).
 func newContainers(ctx context.Context, cfg config.Config, images *image.Store, sandboxes *sandbox.Manager,
-	handlers container.Runtimes, bus *events.Broker, log *slog.Logger) (*container.Manager, *apparmor.Host, error) {
+	handlers container.Runtimes, bus *events.Broker, hooks container.Hooks, log *slog.Logger) (*container.Manager, *apparmor.Host, error) {
 	caps, err := container.HostCapabilities()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read own capabilities: %w", err)
@@ -30,7 +30,7 @@ func newContainers(ctx context.Context, cfg config.Config, images *image.Store, 
 	aa.Start()
 	opts := container.Options{
 		Root: cfg.Root, State: cfg.State, Images: images, Pods: pods{sandboxes}, HostCaps: caps,
-		AppArmor: aa, Log: log, Events: bus, Runtimes: handlers,
+		AppArmor: aa, Log: log, Events: bus, Runtimes: handlers, Hooks: hooks,
 	}
 	if cfg.CDI.Enable {
 		reg, err := cdi.New(cfg.CDI.SpecDirs, log)

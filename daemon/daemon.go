@@ -70,20 +70,30 @@ func Run(cfg config.Config) error {
 	handlers := runtimeHandlers(ctx, cfg, log)
 	hooks := &podContainers{}
 	bus := events.NewBroker()
+	nriHooks, err := newNRI(cfg.NRI, log)
+	if err != nil {
+		return err
+	}
 	sandboxes, err := sandbox.New(ctx, sandbox.Options{
 		Root: cfg.Root, State: cfg.State, Exe: exe, PausePath: pause,
 		CgroupParent: cgParent, CgroupDriver: cgDriver, Network: net, Containers: hooks, Log: log, Events: bus,
 		Handlers: handlers,
+		Hooks:    nriHooks.sandbox(),
 	})
 	if err != nil {
 		return err
 	}
-	containers, aa, err := newContainers(ctx, cfg, images, sandboxes, handlers, bus, log)
+	containers, aa, err := newContainers(ctx, cfg, images, sandboxes, handlers, bus, nriHooks.container(), log)
 	if err != nil {
 		return err
 	}
 	hooks.m = containers
 	defer containers.Close()
+	stopNRI, err := nriHooks.start(cfg.NRI, sandboxes, containers, log)
+	if err != nil {
+		return err
+	}
+	defer stopNRI()
 	// Recovered containers have pinned their images again (removed ones
 	// too, through their tombstones): what no image and no container uses
 	// can go.

@@ -33,7 +33,7 @@
 #   INSTANCE_HOSTS_DIR registry hosts.toml directory of a registry someone else runs
 #                      (instead of INSTANCE_REGISTRY)
 # Outputs (set by instance_start):
-#   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
+#   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_NRI_SOCK INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
 #   INSTANCE_BRIDGE (deleted by instance_stop)
 
 INSTANCE_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -89,6 +89,7 @@ instance_start() {
 	INSTANCE_SOCK=$INSTANCE_TMP/minicri.sock
 	INSTANCE_ENDPOINT=unix://$INSTANCE_SOCK
 	INSTANCE_LOG=$INSTANCE_TMP/minicri.log
+	INSTANCE_NRI_SOCK=$INSTANCE_TMP/state/nri/nri.sock
 	INSTANCE_CGROUP=/minicri-$name
 	mkdir -p "$INSTANCE_TMP/net.d" "$INSTANCE_TMP/root" "$INSTANCE_TMP/state"
 	# Empty crictl/critest client config: endpoints come from flags; also silences the
@@ -109,6 +110,12 @@ instance_start() {
 
 		[registry]
 		config_path = "${INSTANCE_HOSTS_DIR:-$INSTANCE_TMP/certs.d}"
+
+		# Its own NRI socket (never the host's /var/run/nri/nri.sock) and no plugin dir.
+		[nri]
+		socket_path = "$INSTANCE_NRI_SOCK"
+		plugin_path = "$INSTANCE_TMP/nri/plugins"
+		plugin_config_path = "$INSTANCE_TMP/nri/conf.d"
 	EOF
 	# CDI specs from this directory only (test/e2e's device plugin writes there).
 	[ -z "${INSTANCE_CDI_DIR:-}" ] || printf '\n[cdi]\nspec_dirs = ["%s"]\n' "$INSTANCE_CDI_DIR" >>"$INSTANCE_TMP/config.toml"

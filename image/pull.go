@@ -414,72 +414,27 @@ func pickManifest(idx *v1.IndexManifest, want v1.Platform) (v1.Descriptor, bool)
 }
 
 func (p *puller) pull(ctx context.Context) (Image, error) {
-	var top name.Reference = p.repo.Tag(p.ref.Tag)
-	if p.ref.Digest != "" {
-		top = p.repo.Digest(p.ref.Digest)
-	}
-	mb, err := p.getManifest(ctx, top, p.ref.Digest != "")
+	top, err := p.resolveManifest(ctx)
 	if err != nil {
 		return Image{}, err
 	}
-	topDigest := mb.digest.String()
-	blobs := []string{topDigest}
-	manifestSize := int64(len(mb.data))
-	for depth := 0; mb.mediaType.IsIndex(); depth++ {
-		if depth > 2 {
-			return Image{}, errors.New("nested image indexes are too deep")
-		}
-		idx, err := v1.ParseIndexManifest(strings.NewReader(string(mb.data)))
-		if err != nil {
-			return Image{}, fmt.Errorf("parse index %s: %w", mb.digest, err)
-		}
-		want := p.s.platform()
-		d, ok := pickManifest(idx, want)
-		if !ok {
-			return Image{}, fmt.Errorf("%w: %s: no manifest for platform %s", ErrNotFound, p.ref.String(), want.String())
-		}
-		mb, err = p.getManifest(ctx, p.repo.Digest(d.Digest.String()), true)
-		if err != nil {
-			return Image{}, err
-		}
-		blobs = append(blobs, mb.digest.String())
-		manifestSize = int64(len(mb.data))
-	}
-	switch mb.mediaType {
-	case types.OCIManifestSchema1, types.DockerManifestSchema2:
-	case types.DockerManifestSchema1, types.DockerManifestSchema1Signed:
-		return Image{}, fmt.Errorf("%s: Docker schema 1 manifests are not supported", p.ref.String())
-	default:
-		return Image{}, fmt.Errorf("%s: unsupported manifest media type %q", p.ref.String(), mb.mediaType)
-	}
-	m, err := v1.ParseManifest(strings.NewReader(string(mb.data)))
-	if err != nil {
-		return Image{}, fmt.Errorf("parse manifest %s: %w", mb.digest, err)
-	}
+	mb, m := top.mb, top.m
 	if atype := artifactTypeOf(m); atype != "" {
-		return p.pullArtifact(ctx, mb, m, atype, blobs, topDigest)
+		return p.pullArtifact(ctx, mb, m, atype, top.blobs, top.digest)
 	}
 	if err := p.s.checkLayers(len(m.Layers)); err != nil {
 		return Image{}, err
 	}
+	cfg, cfgData, err := p.imageConfig(ctx, m)
+	if err != nil {
+		return Image{}, err
+	}
 	configDigest := m.Config.Digest.String()
-	holdKeys := append([]string{configDigest}, blobs...)
+	holdKeys := append([]string{configDigest}, top.blobs...)
 	for _, l := range m.Layers {
 		holdKeys = append(holdKeys, l.Digest.String())
 	}
-	cfgData, err := p.ensureSmallBlob(ctx, m.Config)
-	if err != nil {
-		return Image{}, fmt.Errorf("config %s: %w", configDigest, err)
-	}
-	var cfg v1.ConfigFile
-	if err := json.Unmarshal(cfgData, &cfg); err != nil {
-		return Image{}, fmt.Errorf("parse config %s: %w", configDigest, err)
-	}
-	diffIDs := cfg.RootFS.DiffIDs
-	if len(diffIDs) != len(m.Layers) {
-		return Image{}, fmt.Errorf("config %s has %d diff IDs for %d layers", configDigest, len(diffIDs), len(m.Layers))
-	}
-	for _, d := range diffIDs {
+	for _, d := range cfg.RootFS.DiffIDs {
 		holdKeys = append(holdKeys, "layer:"+d.String())
 	}
 	release := p.s.hold(holdKeys...)
@@ -488,28 +443,114 @@ func (p *puller) pull(ctx context.Context) (Image, error) {
 	if err := p.s.writeBlob(configDigest, cfgData); err != nil {
 		return Image{}, err
 	}
-	for _, b := range blobs {
+	for _, b := range top.blobs {
 		if !exists(p.s.blobPath(b)) {
 			return Image{}, fmt.Errorf("blob %s removed during the pull; try again", b)
 		}
 	}
-
 	rec := &record{
 		ID:             configDigest,
 		ManifestDigest: mb.digest.String(),
-		Size:           uint64(manifestSize) + uint64(len(cfgData)),
-		Blobs:          append(blobs, configDigest),
-		config:         &cfg,
+		Size:           top.size + uint64(len(cfgData)),
+		Blobs:          append(top.blobs, configDigest),
+		config:         cfg,
 	}
+	if err := p.addLayers(rec, m, cfg.RootFS.DiffIDs); err != nil {
+		return Image{}, err
+	}
+	if err := p.fetchLayers(ctx, rec); err != nil {
+		return Image{}, err
+	}
+	tag := ""
+	if p.ref.Digest == "" {
+		tag = p.ref.String()
+	}
+	return p.s.commit(rec, tag, p.ref.Name()+"@"+top.digest)
+}
+
+// resolved is the image manifest a reference leads to: through at most
+// three levels of index, to the entry for this platform.
+type resolved struct {
+	mb     manifestBlob
+	m      *v1.Manifest
+	digest string   // the reference's own manifest or index
+	blobs  []string // every manifest and index on the way
+	size   uint64   // the image manifest's
+}
+
+func (p *puller) resolveManifest(ctx context.Context) (resolved, error) {
+	var top name.Reference = p.repo.Tag(p.ref.Tag)
+	if p.ref.Digest != "" {
+		top = p.repo.Digest(p.ref.Digest)
+	}
+	mb, err := p.getManifest(ctx, top, p.ref.Digest != "")
+	if err != nil {
+		return resolved{}, err
+	}
+	r := resolved{digest: mb.digest.String(), blobs: []string{mb.digest.String()}, size: uint64(len(mb.data))}
+	for depth := 0; mb.mediaType.IsIndex(); depth++ {
+		if depth > 2 {
+			return r, errors.New("nested image indexes are too deep")
+		}
+		idx, err := v1.ParseIndexManifest(strings.NewReader(string(mb.data)))
+		if err != nil {
+			return r, fmt.Errorf("parse index %s: %w", mb.digest, err)
+		}
+		want := p.s.platform()
+		d, ok := pickManifest(idx, want)
+		if !ok {
+			return r, fmt.Errorf("%w: %s: no manifest for platform %s", ErrNotFound, p.ref.String(), want.String())
+		}
+		mb, err = p.getManifest(ctx, p.repo.Digest(d.Digest.String()), true)
+		if err != nil {
+			return r, err
+		}
+		r.blobs = append(r.blobs, mb.digest.String())
+		r.size = uint64(len(mb.data))
+	}
+	switch mb.mediaType {
+	case types.OCIManifestSchema1, types.DockerManifestSchema2:
+	case types.DockerManifestSchema1, types.DockerManifestSchema1Signed:
+		return r, fmt.Errorf("%s: Docker schema 1 manifests are not supported", p.ref.String())
+	default:
+		return r, fmt.Errorf("%s: unsupported manifest media type %q", p.ref.String(), mb.mediaType)
+	}
+	if r.m, err = v1.ParseManifest(strings.NewReader(string(mb.data))); err != nil {
+		return r, fmt.Errorf("parse manifest %s: %w", mb.digest, err)
+	}
+	r.mb = mb
+	return r, nil
+}
+
+// imageConfig fetches and parses the image's config; it must name one
+// diff ID per layer.
+func (p *puller) imageConfig(ctx context.Context, m *v1.Manifest) (*v1.ConfigFile, []byte, error) {
+	configDigest := m.Config.Digest.String()
+	cfgData, err := p.ensureSmallBlob(ctx, m.Config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config %s: %w", configDigest, err)
+	}
+	var cfg v1.ConfigFile
+	if err := json.Unmarshal(cfgData, &cfg); err != nil {
+		return nil, nil, fmt.Errorf("parse config %s: %w", configDigest, err)
+	}
+	if n := len(cfg.RootFS.DiffIDs); n != len(m.Layers) {
+		return nil, nil, fmt.Errorf("config %s has %d diff IDs for %d layers", configDigest, n, len(m.Layers))
+	}
+	return &cfg, cfgData, nil
+}
+
+// addLayers records the manifest's layers and sets the bytes left to fetch.
+func (p *puller) addLayers(rec *record, m *v1.Manifest, diffIDs []v1.Hash) error {
 	var todo int64
 	for i, l := range m.Layers {
 		if l.Digest.Algorithm != "sha256" || diffIDs[i].Algorithm != "sha256" {
-			return Image{}, fmt.Errorf("layer %s: only sha256 digests are supported", l.Digest)
+			return fmt.Errorf("layer %s: only sha256 digests are supported", l.Digest)
 		}
 		if l.Size < 0 {
 			// It would skip the download's size check and be subtracted
 			// (wrapping) from the image's size.
-			return Image{}, fmt.Errorf("layer %s: negative size %d", l.Digest, l.Size)
+			return fmt.Errorf("layer %s: negative size %d", l.Digest, l.Size)
 		}
 		rec.Layers = append(rec.Layers, layerRecord{
 			Digest: l.Digest.String(), DiffID: diffIDs[i].String(), MediaType: string(l.MediaType), Size: l.Size,
@@ -520,7 +561,12 @@ func (p *puller) pull(ctx context.Context) (Image, error) {
 		}
 	}
 	p.prog.total.Store(todo)
+	return nil
+}
 
+// fetchLayers downloads and unpacks the record's layers, a few at a time;
+// a layer another pull is fetching is waited for, not fetched twice.
+func (p *puller) fetchLayers(ctx context.Context, rec *record) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(layerConcurrency)
 	for _, l := range rec.Layers {
@@ -531,16 +577,9 @@ func (p *puller) pull(ctx context.Context) (Image, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return Image{}, err
+		return err
 	}
-	if err := contextErr(ctx); err != nil {
-		return Image{}, err
-	}
-	tag := ""
-	if p.ref.Digest == "" {
-		tag = p.ref.String()
-	}
-	return p.s.commit(rec, tag, p.ref.Name()+"@"+topDigest)
+	return contextErr(ctx)
 }
 
 // ensureSmallBlob returns a config (or other small) blob, from the store or

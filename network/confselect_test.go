@@ -202,7 +202,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestRuntimeConf(t *testing.T) {
 	rt := runtimeConf(Pod{ID: "id1", Name: "n", Namespace: "ns", UID: "u", CgroupParent: "/kubepods/x",
-		PortMappings: []PortMapping{{HostPort: 80, ContainerPort: 8080, Protocol: "UDP"}, {ContainerPort: 1}}}, "/p")
+		PortMappings: []PortMapping{{HostPort: 80, ContainerPort: 8080, Protocol: "UDP", HostIP: "127.0.0.1"}, {ContainerPort: 1}}}, "/p")
 	want := [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "ns"}, {"K8S_POD_NAME", "n"},
 		{"K8S_POD_INFRA_CONTAINER_ID", "id1"}, {"K8S_POD_UID", "u"}}
 	if len(rt.Args) != len(want) {
@@ -214,7 +214,7 @@ func TestRuntimeConf(t *testing.T) {
 		}
 	}
 	pms, _ := rt.CapabilityArgs["portMappings"].([]cniPortMapping)
-	if len(pms) != 1 || pms[0] != (cniPortMapping{HostPort: 80, ContainerPort: 8080, Protocol: "udp"}) {
+	if len(pms) != 1 || pms[0] != (cniPortMapping{HostPort: 80, ContainerPort: 8080, Protocol: "udp", HostIP: "127.0.0.1"}) {
 		t.Fatalf("portMappings = %+v", rt.CapabilityArgs["portMappings"])
 	}
 	if rt.CapabilityArgs["cgroupPath"] != "/kubepods/x" || rt.NetNS != "/p" || rt.IfName != "eth0" {

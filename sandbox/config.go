@@ -76,6 +76,10 @@ type Config struct {
 	Privileged     bool                  `json:"privileged,omitempty"`
 	RuntimeHandler string                `json:"runtime_handler,omitempty"`
 	Security       Security              `json:"security"`
+	// Overhead and Resources are the pod-level resources the kubelet
+	// sizes the pod's cgroup by (it sets them itself); NRI plugins see them.
+	Overhead  *PodResources `json:"overhead,omitempty"`
+	Resources *PodResources `json:"resources,omitempty"`
 }
 
 // key identifies the pod for duplicate-request detection. Each field is

@@ -44,6 +44,7 @@ type Options struct {
 	Log          *slog.Logger
 	Events       *events.Broker // lifecycle events; nil: nobody listens
 	Handlers     Handlers       // RuntimeClass handlers; nil: only the built-in ""
+	Hooks        Hooks          // NRI; nil: none
 }
 
 // Manager owns every sandbox of one minicri instance.
@@ -63,6 +64,9 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	}
 	if opts.Events == nil {
 		opts.Events = events.NewBroker()
+	}
+	if opts.Hooks == nil {
+		opts.Hooks = noHooks{}
 	}
 	m := &Manager{opts: opts, log: opts.Log, store: newStore(), inflight: newInflight()}
 	// A pod's directories hold the files its containers bind and may write

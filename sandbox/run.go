@@ -59,9 +59,10 @@ func (m *Manager) Run(ctx context.Context, cfg Config) (string, error) {
 
 // creation carries one RunPodSandbox through its steps.
 type creation struct {
-	m     *Manager
-	rec   Record
-	procs []*proc.Handle // the pause and the monitor
+	m       *Manager
+	rec     Record
+	procs   []*proc.Handle // the pause and the monitor
+	release func()         // from Hooks.RunPod, called once published or undone
 }
 
 func (m *Manager) create(ctx context.Context, cfg Config) (string, error) {
@@ -85,6 +86,9 @@ func (m *Manager) create(ctx context.Context, cfg Config) (string, error) {
 	}
 	log := m.log.With("pod", id, "name", cfg.Metadata.Namespace+"/"+cfg.Metadata.Name)
 	timings, err := steps.Run(ctx, log, c.steps())
+	if c.release != nil {
+		c.release()
+	}
 	attrs := []any{"err", err}
 	for _, t := range timings {
 		attrs = append(attrs, t.Name, t.Duration.Round(10*time.Microsecond).String())
@@ -110,16 +114,17 @@ func (c *creation) steps() []steps.Step {
 	}
 	network := steps.Step{Name: "cni add", Do: c.setupNetwork, Undo: c.teardownNetwork}
 	monitor := steps.Step{Name: "start monitor and pause", Do: c.startMonitor, Undo: c.stopMonitor}
+	hook := steps.Step{Name: "nri run pod sandbox", Do: c.hookRunPod, Undo: c.unhookRunPod}
 	publish := steps.Step{Name: "publish ready", Do: c.publish}
 	if c.rec.Config.Namespaces.OwnUserNS() {
 		return append(prefix, monitor,
 			steps.Step{Name: "pin netns of the pause", Do: c.pinPauseNetNS, Undo: c.removeNetNS},
-			network, publish)
+			network, hook, publish)
 	}
 	return append(prefix,
 		steps.Step{Name: "pin netns", Do: c.pinNetNS, Undo: c.removeNetNS},
 		steps.Parallel("network and pause", network, monitor),
-		publish)
+		hook, publish)
 }
 
 func (m *Manager) netnsPath(id string) string { return path.Join(m.netnsDir(), id) }

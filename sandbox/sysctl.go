@@ -68,7 +68,10 @@ func isIPCSysctl(name string) bool {
 }
 
 // checkSysctl accepts only well-formed namespaced sysctls, in namespaces the
-// pod owns, with a value that fits one write.
+// pod owns, with a value that fits one write. Namespaced means what
+// Kubernetes counts as such (k8s.io/component-helpers/node/util/sysctl):
+// net.*, the IPC ones, kernel.domainname (UTS) and user.* (user namespace).
+// The pause writes them from inside those namespaces.
 func checkSysctl(name, value string, ns Namespaces) error {
 	if err := checkSysctlName(name); err != nil {
 		return err
@@ -84,6 +87,14 @@ func checkSysctl(name, value string, ns Namespaces) error {
 	case isIPCSysctl(name):
 		if ns.IPC == ModeNode {
 			return fmt.Errorf("%w: sysctl %q needs the pod's own IPC namespace, but the pod uses the host's", ErrInvalid, name)
+		}
+	case name == "kernel.domainname":
+		if ns.Network == ModeNode { // the pod's UTS namespace is the host's then
+			return fmt.Errorf("%w: sysctl %q needs the pod's own UTS namespace, but the pod uses the host's", ErrInvalid, name)
+		}
+	case strings.HasPrefix(name, "user."):
+		if !ns.OwnUserNS() {
+			return fmt.Errorf("%w: sysctl %q needs the pod's own user namespace, but the pod uses the host's", ErrInvalid, name)
 		}
 	default:
 		return fmt.Errorf("%w: sysctl %q is not namespaced", ErrInvalid, name)

@@ -27,6 +27,9 @@ func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest
 	if ref == "" {
 		return nil, invalid("image.image is required")
 	}
+	if err := s.checkImageHandler(req.GetImage()); err != nil {
+		return nil, err
+	}
 	var auth *image.AuthConfig
 	if a := req.GetAuth(); a != nil {
 		auth = &image.AuthConfig{
@@ -46,6 +49,9 @@ func (s *Server) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusReque
 	ref := req.GetImage().GetImage()
 	if ref == "" {
 		return nil, invalid("image.image is required")
+	}
+	if err := s.checkImageHandler(req.GetImage()); err != nil {
+		return nil, err
 	}
 	img, err := s.images.Status(ref)
 	if errors.Is(err, image.ErrNotFound) {

@@ -31,7 +31,7 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 			netReady,
 		}},
 		RuntimeHandlers: s.runtimeHandlers(),
-		Features:        &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
+		Features:        &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true},
 	}
 	if req.GetVerbose() {
 		info, _ := json.Marshal(map[string]any{"runtime": RuntimeName, "version": RuntimeVersion})

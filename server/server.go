@@ -37,6 +37,7 @@ type Sandboxes interface {
 	Remove(ctx context.Context, id string) error
 	Get(id string) (sandbox.Info, error)
 	List(f sandbox.Filter) []sandbox.Info
+	UpdateResources(ctx context.Context, id string, overhead, resources *sandbox.PodResources) error
 }
 
 // Server implements the CRI services.

@@ -393,7 +393,9 @@ func checkMounts(fx *specFixture, in *container.SpecInput, mounts []specs.Mount)
 }
 
 // checkConfinement: the requested masked and read-only paths (exactly,
-// as containerd) and seccomp profile apply unless the request is privileged.
+// as containerd) and seccomp profile apply unless the request is privileged;
+// without a pod user namespace, none requested is the defaults (never a
+// writable /proc/sys).
 func checkConfinement(in *container.SpecInput, s *specs.Spec) error {
 	sec := &in.Config.Security
 	if sec.Privileged {
@@ -402,10 +404,21 @@ func checkConfinement(in *container.SpecInput, s *specs.Spec) error {
 		}
 		return nil
 	}
-	if !slices.Equal(sec.MaskedPaths, s.Linux.MaskedPaths) {
+	ownUserNS := in.Pod.UserNS != nil
+	switch {
+	case len(sec.MaskedPaths) == 0 && !ownUserNS:
+		if !slices.Contains(s.Linux.MaskedPaths, "/proc/kcore") {
+			return fmt.Errorf("default masked paths missing: %q", s.Linux.MaskedPaths)
+		}
+	case !slices.Equal(sec.MaskedPaths, s.Linux.MaskedPaths):
 		return fmt.Errorf("masked paths %q, requested %q", s.Linux.MaskedPaths, sec.MaskedPaths)
 	}
-	if !slices.Equal(sec.ReadonlyPaths, s.Linux.ReadonlyPaths) {
+	switch {
+	case len(sec.ReadonlyPaths) == 0 && !ownUserNS:
+		if !slices.Contains(s.Linux.ReadonlyPaths, "/proc/sys") {
+			return fmt.Errorf("default read-only paths missing: %q", s.Linux.ReadonlyPaths)
+		}
+	case !slices.Equal(sec.ReadonlyPaths, s.Linux.ReadonlyPaths):
 		return fmt.Errorf("read-only paths %q, requested %q", s.Linux.ReadonlyPaths, sec.ReadonlyPaths)
 	}
 	if sec.Seccomp.Type != container.ProfileUnconfined && s.Linux.Seccomp == nil {

@@ -161,6 +161,9 @@ type fakeSandboxes struct {
 func (f *fakeSandboxes) Run(context.Context, sandbox.Config) (string, error) { return "", nil }
 func (f *fakeSandboxes) Stop(context.Context, string) error                  { return nil }
 func (f *fakeSandboxes) Remove(context.Context, string) error                { return nil }
+func (f *fakeSandboxes) UpdateResources(context.Context, string, *sandbox.PodResources, *sandbox.PodResources) error {
+	return nil
+}
 
 func (f *fakeSandboxes) Get(id string) (sandbox.Info, error) {
 	for _, in := range f.infos {

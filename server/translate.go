@@ -23,6 +23,8 @@ func sandboxConfig(c *runtimeapi.PodSandboxConfig, handler string) sandbox.Confi
 		Privileged:     c.GetLinux().GetSecurityContext().GetPrivileged(),
 		RuntimeHandler: handler,
 		Security:       sandboxSecurityFromCRI(c.GetLinux().GetSecurityContext()),
+		Overhead:       podResources(c.GetLinux().GetOverhead()),
+		Resources:      podResources(c.GetLinux().GetResources()),
 	}
 	if dns := c.GetDnsConfig(); dns != nil {
 		cfg.DNS = &sandbox.DNS{Servers: dns.GetServers(), Searches: dns.GetSearches(), Options: dns.GetOptions()}

@@ -26,6 +26,7 @@ func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
 		Resources:   resourcesFromCRI(c.GetLinux().GetResources()),
 		Security:    securityFromCRI(c.GetLinux().GetSecurityContext()),
 	}
+	cfg.UserSpecifiedImage = c.GetImage().GetUserSpecifiedImage()
 	cfg.StopSignal = signalFromCRI(c.GetStopSignal())
 	for _, kv := range c.GetEnvs() {
 		cfg.Env = append(cfg.Env, kv.GetKey()+"="+string(kv.GetValue()))
@@ -42,6 +43,7 @@ func containerConfig(c *runtimeapi.ContainerConfig) container.Config {
 			ImageSubPath:      m.GetImageSubPath(),
 			UIDMappings:       idmapsFromCRI(m.GetUidMappings()),
 			GIDMappings:       idmapsFromCRI(m.GetGidMappings()),
+			MountOptions:      m.GetMountOptions(),
 		})
 	}
 	for _, d := range c.GetCDIDevices() {
@@ -63,13 +65,19 @@ func resourcesFromCRI(r *runtimeapi.LinuxContainerResources) container.Resources
 		CPUPeriod: r.GetCpuPeriod(), CPUQuota: r.GetCpuQuota(), CPUShares: r.GetCpuShares(),
 		MemoryLimit: r.GetMemoryLimitInBytes(), MemorySwapLimit: r.GetMemorySwapLimitInBytes(),
 		OOMScoreAdj: r.GetOomScoreAdj(), CpusetCPUs: r.GetCpusetCpus(), CpusetMems: r.GetCpusetMems(),
-		Unified: r.GetUnified(),
+		Unified: r.GetUnified(), Hugepages: hugepagesFromCRI(r.GetHugepageLimits()),
 	}
-	for _, h := range r.GetHugepageLimits() {
-		if out.Hugepages == nil {
-			out.Hugepages = map[string]uint64{}
+	return out
+}
+
+// hugepagesFromCRI maps page sizes to limits; nil when there are none.
+func hugepagesFromCRI(limits []*runtimeapi.HugepageLimit) map[string]uint64 {
+	var out map[string]uint64
+	for _, h := range limits {
+		if out == nil {
+			out = map[string]uint64{}
 		}
-		out.Hugepages[h.GetPageSize()] = h.GetLimit()
+		out[h.GetPageSize()] = h.GetLimit()
 	}
 	return out
 }
@@ -196,6 +204,7 @@ func mountsToCRI(ms []container.Mount, ims []container.ImageMount) []*runtimeapi
 			RecursiveReadOnly: m.RecursiveReadOnly, SelinuxRelabel: m.SelinuxRelabel,
 			Propagation: runtimeapi.MountPropagation(m.Propagation), ImageSubPath: m.ImageSubPath, //nolint:gosec // one of the three CRI propagation values, checked on the way in
 			UidMappings: idmapsToCRI(m.UIDMappings), GidMappings: idmapsToCRI(m.GIDMappings),
+			MountOptions: m.MountOptions,
 		}
 		if m.Image != "" {
 			cm.Image = &runtimeapi.ImageSpec{Image: m.Image}

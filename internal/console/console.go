@@ -29,19 +29,32 @@ func RecvFile(sock *os.File, nonblock bool) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receive console: %w", err)
 	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("receive console: bad control message: %v", err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return nil, fmt.Errorf("receive console: bad unix rights: %v", err)
+	fd, err := FDFromControl(oob[:oobn])
+	if err != nil {
+		return nil, err
 	}
 	if nonblock {
-		if err := unix.SetNonblock(fds[0], true); err != nil {
-			unix.Close(fds[0])
+		if err := unix.SetNonblock(fd, true); err != nil {
+			unix.Close(fd)
 			return nil, fmt.Errorf("receive console: %w", err)
 		}
 	}
-	return os.NewFile(uintptr(fds[0]), string(name[:n])), nil
+	return os.NewFile(uintptr(fd), string(name[:n])), nil
+}
+
+// FDFromControl is the one descriptor an SCM_RIGHTS control message
+// carries (received with MSG_CMSG_CLOEXEC: Go's net package sets it).
+func FDFromControl(oob []byte) (int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil || len(msgs) != 1 {
+		return -1, fmt.Errorf("receive console: bad control message: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return -1, fmt.Errorf("receive console: bad unix rights: %v", err)
+	}
+	return fds[0], nil
 }

@@ -26,6 +26,16 @@ func FromSpec(p *specs.Process) (*libcontainer.Process, error) {
 		NoNewPrivileges: &p.NoNewPrivileges,
 		AppArmorProfile: p.ApparmorProfile,
 		Label:           p.SelinuxLabel,
+		Scheduler:       p.Scheduler,
+		IOPriority:      p.IOPriority,
+	}
+	rl, err := rlimits(p.Rlimits)
+	if err != nil {
+		return nil, err
+	}
+	lp.Rlimits = rl
+	if lp.CPUAffinity, err = configs.ConvertCPUAffinity(p.ExecCPUAffinity); err != nil {
+		return nil, err
 	}
 	if p.ConsoleSize != nil {
 		// A terminal size beyond 65535 is clamped, not wrapped to a tiny one.

@@ -3,6 +3,8 @@ package lcproc
 import (
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -22,5 +24,29 @@ func TestFromSpec(t *testing.T) {
 	}
 	if _, err := FromSpec(nil); err == nil {
 		t.Fatal("nil process must fail")
+	}
+}
+
+// Rlimits, the scheduler and the I/O priority of the spec reach the
+// process: libcontainer takes them from there (runc >= 1.2), not from the
+// container's config.
+func TestFromSpecRlimitsSchedulerIOPriority(t *testing.T) {
+	p, err := FromSpec(&specs.Process{
+		Rlimits:    []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 4321, Soft: 1234}, {Type: "RLIMIT_NPROC", Hard: 9, Soft: 8}},
+		Scheduler:  &specs.Scheduler{Policy: specs.SchedBatch},
+		IOPriority: &specs.LinuxIOPriority{Class: specs.IOPRIO_CLASS_BE, Priority: 3},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Rlimits) != 2 || p.Rlimits[0].Type != unix.RLIMIT_NOFILE || p.Rlimits[0].Hard != 4321 || p.Rlimits[0].Soft != 1234 ||
+		p.Rlimits[1].Type != unix.RLIMIT_NPROC {
+		t.Errorf("rlimits = %+v", p.Rlimits)
+	}
+	if p.Scheduler == nil || p.Scheduler.Policy != specs.SchedBatch || p.IOPriority == nil || p.IOPriority.Priority != 3 {
+		t.Errorf("scheduler %+v, ioprio %+v", p.Scheduler, p.IOPriority)
+	}
+	if _, err := FromSpec(&specs.Process{Rlimits: []specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}}}); err == nil {
+		t.Error("an unknown rlimit was accepted")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/internal/cgdriver"
+	"github.com/minicri/minicri/internal/console"
 )
 
 // Binary is an external OCI runtime binary with runc's command line
@@ -199,16 +200,12 @@ func recvConsole(ln *net.UnixListener) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receive console: %w", err)
 	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("receive console: bad control message: %v", err)
+	fd, err := console.FDFromControl(oob[:oobn])
+	if err != nil {
+		return nil, err
 	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return nil, fmt.Errorf("receive console: bad unix rights: %v", err)
-	}
-	unix.CloseOnExec(fds[0])
-	return os.NewFile(uintptr(fds[0]), "console"), nil
+	unix.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "console"), nil
 }
 
 func (k *binContainer) PID() int                        { return k.init.Pid }

@@ -33,13 +33,14 @@ type lcContainer struct {
 }
 
 // Create implements Runtime.
-func (r Libcontainer) Create(id, _ string, spec *specs.Spec, io Stdio) (Container, error) {
+func (r Libcontainer) Create(id, bundle string, spec *specs.Spec, io Stdio) (Container, error) {
 	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
 		CgroupName: id, Spec: spec, UseSystemdCgroup: cgdriver.IsSystemd(spec.Linux.CgroupsPath),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("convert spec: %w", err)
 	}
+	cfg.Labels = withBundle(cfg.Labels, bundle)
 	c, err := libcontainer.Create(r.Root, id, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create container: %w", err)

@@ -80,6 +80,6 @@ if [ -n "$CL_TMP" ] && [ -d "$CL_TMP" ]; then
 	fi
 fi
 mv "$CL_STATE" "$CL_STATE.down"
-rm -f "$CL_OUT/env"
+rm -f "$CL_OUT/env" "$CL_OUT/kubeconfig"
 [ $rc -eq 0 ] && cl_log "cluster removed" || cl_log "cluster removed, with problems (see above)"
 exit $rc

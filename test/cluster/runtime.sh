@@ -42,8 +42,8 @@ runtime_start() {
 	local node=$1 ns=$2 dir=$3 cgroot=$4 hosts=$5 rc=0
 	# Pods wait (network not ready) until runtime_network writes the node's conflist.
 	INSTANCE_NETNS=$ns INSTANCE_HOSTS_DIR=$hosts INSTANCE_DEFAULT_NETWORK=false \
-		instance_start "cl-$node" "$CL_POD_BRIDGE" "$CLUSTER_CIDR" "n${node##*-}" 8>&- 9>&- || rc=$?
-	[ "/minicri-cl-$node" = "$cgroot" ] || { cl_log "cgroup root $cgroot is not the instance's $INSTANCE_CGROUP"; rc=1; }
+		instance_start "${cgroot#/minicri-}" "$CL_POD_BRIDGE" "$CLUSTER_CIDR" "n${node##*-}" 8>&- 9>&- || rc=$?
+	[ "$INSTANCE_CGROUP" = "$cgroot" ] || { cl_log "cgroup root $cgroot is not the instance's $INSTANCE_CGROUP"; rc=1; }
 	cl_node_set "$node" "inst_tmp=$INSTANCE_TMP" "inst_pid=${INSTANCE_PID:-}" "endpoint=$INSTANCE_ENDPOINT" \
 		"inst_st=$(cl_starttime "${INSTANCE_PID:-0}" || echo 0)"
 	INSTANCE_TMP=
@@ -66,7 +66,7 @@ ctrd_node_start() {
 	CTRD_LOG=$CTRD_TMP/containerd.log
 	mkdir -p "$CTRD_TMP"/{root,state,run,runc,opt,net.d,cni-ipam}
 	: >"$CTRD_TMP/crictl.yaml"
-	ctrd__write_config "cl-$node" "$CL_POD_BRIDGE" "$CLUSTER_CIDR"
+	ctrd__write_config "${cgroot#/minicri-}" "$CL_POD_BRIDGE" "$CLUSTER_CIDR"
 	# No network until runtime_network; the registry is the cluster's.
 	rm -f "$CTRD_TMP"/net.d/*
 	ln -s "$hosts" "$CTRD_TMP/certs.d"

@@ -23,7 +23,7 @@
 #   CLUSTER_RUNTIME=minicri    the nodes' runtime: minicri (bin/minicri) or containerd
 #   CLUSTER_PROXY_MODE=nftables  kube-proxy mode: nftables or iptables
 #   CLUSTER_KUBELET_V=2        kubelet verbosity
-#   CLUSTER_OUT                output dir (default _output/cluster)
+#   CLUSTER_OUT                output dir (default _output/cluster; one cluster per dir)
 #   INSTANCE_REGISTRY_ARGS     more flags for the offline registry (e.g. -e2e-images DIR)
 set -euo pipefail
 
@@ -87,6 +87,10 @@ SUBNET=$(free_subnet16 190 199) || { cl_log "no free 10.190-199.0.0/16 for the c
 NET=${SUBNET%.0.0/16}
 GW=$NET.255.1
 CLUSTER_CIDR=$NET.0.0/17
+# Names carry N (the cluster's /16), so that two clusters (two worktrees, or minicri and
+# containerd side by side with another CLUSTER_OUT) never share a bridge, netns or cgroup.
+ID=${NET#10.}
+CL_BRIDGE=mcri-cl$ID
 CL_TMP=$(mktemp -d /tmp/mcl.XXXXX)
 chmod 0711 "$CL_TMP"
 : >"$CL_STATE"
@@ -94,7 +98,7 @@ cl_state "CL_TMP=$CL_TMP" "CL_NET=$NET" "CL_RUNTIME=$RUNTIME" "CL_PROXY_MODE=$PR
 cl_log "cluster network $SUBNET: underlay $NET.255.0/24 on $CL_BRIDGE, pods $CLUSTER_CIDR, services $CL_SERVICE_CIDR"
 cl_underlay_up "$NET"
 for i in $(seq 1 "$NODES"); do
-	cl_node_netns "node-$i" "mcl-node-$i" "mclv$i" "$NET.255.$((10 + i))" "$GW"
+	cl_node_netns "node-$i" "mcl$ID-node-$i" "mclv$ID-$i" "$NET.255.$((10 + i))" "$GW"
 	cl_node_set "node-$i" "ip=$NET.255.$((10 + i))"
 done
 
@@ -211,7 +215,7 @@ for i in $(seq 1 "$NODES"); do
 	ip=$(nget "$node" ip)
 	dir=$CL_TMP/$node
 	mkdir -p "$dir/kubelet" "$dir/pod-logs" "$dir/volume-plugins" "$dir/ipam"
-	cgroot=/minicri-cl-$node
+	cgroot=/minicri-cl$ID-$node
 	cl_node_set "$node" "dir=$dir" "cgroup=$cgroot"
 	CGROUP_ROOT=$cgroot cgroup_root_create
 	runtime_start "$node" "$ns" "$dir" "$cgroot" "$HOSTS_DIR"

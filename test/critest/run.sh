@@ -64,6 +64,7 @@ INSTANCE_REGISTRY=test instance_start critest "${CRITEST_BRIDGE:-mcri-ct0}" "${C
 args=(
 	--runtime-endpoint "$INSTANCE_ENDPOINT"
 	--image-endpoint "$INSTANCE_ENDPOINT"
+	--nri-socket "$INSTANCE_NRI_SOCK"
 	--ginkgo.junit-report "$OUT/junit.xml"
 	--ginkgo.timeout "$CRITEST_TIMEOUT"
 )

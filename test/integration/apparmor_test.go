@@ -189,6 +189,9 @@ func TestAppArmorDefaultProfileDeniesMountAndProcSys(t *testing.T) {
 		sc := cfg.Linux.SecurityContext
 		sc.Capabilities = &runtimeapi.Capability{AddCapabilities: []string{"SYS_ADMIN"}}
 		sc.Seccomp = profileOf(runtimeapi.SecurityProfile_Unconfined, "")
+		// What the kubelet sends for the Default procMount: /proc/sys is a
+		// read-only mount for the attack to remount.
+		sc.MaskedPaths, sc.ReadonlyPaths = kubeletMaskedPaths, kubeletReadonlyPaths
 		return cfg
 	}
 	i.run(t, podID, pod, mk("unconfined", runtimeapi.SecurityProfile_Unconfined))

@@ -97,7 +97,9 @@ func newInstance(t *testing.T, opts ...option) *instance {
 	}
 	cfg := fmt.Sprintf("cgroup_parent = %q\n[network]\nconf_dir = %q\nbin_dirs = %s\ndefault_name = %q\ndefault_bridge = %q\ndefault_subnet = %q\ndefault_network = %v\n",
 		i.cgParent, i.confDir, binDirs, i.netName, i.bridge, i.subnet, !i.noDefaultNetwork) +
-		fmt.Sprintf("[registry]\nconfig_path = %q\n", hostsDir) + i.runtimesConfig()
+		fmt.Sprintf("[registry]\nconfig_path = %q\n", hostsDir) +
+		fmt.Sprintf("[nri]\nsocket_path = %q\nplugin_path = %q\nplugin_config_path = %q\n",
+			i.nriSocket(), filepath.Join(dir, "nri", "plugins"), filepath.Join(dir, "nri", "conf.d")) + i.runtimesConfig()
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +107,9 @@ func newInstance(t *testing.T, opts ...option) *instance {
 	t.Cleanup(i.cleanup)
 	return i
 }
+
+// nriSocket is the instance's own NRI socket (never the host's default).
+func (i *instance) nriSocket() string { return filepath.Join(i.dir, "state", "nri", "nri.sock") }
 
 func (i *instance) start() {
 	t := i.t

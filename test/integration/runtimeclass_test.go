@@ -223,6 +223,7 @@ func TestRuncHandler(t *testing.T) {
 		"ExecStreams":   TestExecStreams,
 		"ExecHangup":    TestExecClientDisconnect,
 		"Attach":        TestAttachTwice,
+		"MountOptions":  TestMountOptionsApplied,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(handlerEnv, "runc")

@@ -29,8 +29,10 @@ GO=${GO:-go}
 # slice parents, a killed service sparing pods, oom_score_adj), AppArmor, monitors
 # outliving the service; pods and their network, bad input, the container lifecycle and
 # its cgroup, exit codes, OOM, resource updates, daemon restarts and killed monitors,
-# exec and port-forward, metrics (stats), user namespaces.
-VMTEST_RUN_CI='^(TestCgroup.*|TestAppArmor.*|TestMonitorsOutliveTheService|TestPodGetsIPAndOwnNamespaces|TestTwoPodsReachEachOther|TestHostPortGetsRulesAndLosesThem|TestBadInputGetsClearErrors|TestRestartKeepsPodsUntouched|TestContainerLifecycleLogsAndLeaks|TestExitCodesAndReasons|TestOOMKillIsReported|TestSymlinkHostPathMountAndUpdateResources|TestStreamListsMatchListsAndUpdatePodSandboxResources|TestContainersSurviveDaemonRestartAndKeepLogging|TestKilledMonitorLeavesContainersManageable|TestExecStreams|TestPortForward|TestPodMetricsFollowCPUAndMemory|TestUserNamespacePod)$'
+# exec and port-forward, metrics (stats), user namespaces; issue 12: a runc-handler pod
+# (runc with systemd cgroups on v2), CDI devices and hooks, unmasked /proc, idmapped
+# mounts, available/swap/io and pod pressure stats.
+VMTEST_RUN_CI='^(TestCgroup.*|TestAppArmor.*|TestMonitorsOutliveTheService|TestPodGetsIPAndOwnNamespaces|TestTwoPodsReachEachOther|TestHostPortGetsRulesAndLosesThem|TestBadInputGetsClearErrors|TestRestartKeepsPodsUntouched|TestContainerLifecycleLogsAndLeaks|TestExitCodesAndReasons|TestOOMKillIsReported|TestSymlinkHostPathMountAndUpdateResources|TestStreamListsMatchListsAndUpdatePodSandboxResources|TestContainersSurviveDaemonRestartAndKeepLogging|TestKilledMonitorLeavesContainersManageable|TestExecStreams|TestPortForward|TestPodMetricsFollowCPUAndMemory|TestUserNamespacePod|TestRuncHandlerRunsContainersThroughRunc|TestCDIDeviceEnvMountHooks|TestProcMountUnmaskedInUserNSPod|TestIDMappedMounts|TestContainerStatsAvailableSwapAndIO|TestPodSandboxStatsAvailableAndPressure)$'
 FULL=${VMTEST_FULL:-0}
 if [ "$FULL" = 1 ]; then VMTEST_RUN=${VMTEST_RUN:-.}; else VMTEST_RUN=${VMTEST_RUN:-$VMTEST_RUN_CI}; fi
 VMTEST_OUT=${VMTEST_OUT:-$VM_OUT/vmtest}

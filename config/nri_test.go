@@ -1,0 +1,42 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestNRIDefaultsAndValidation(t *testing.T) {
+	cfg := Default()
+	if !cfg.NRI.Enable || cfg.NRI.SocketPath != "/var/run/nri/nri.sock" || cfg.Validate() != nil {
+		t.Fatalf("NRI defaults: %+v (%v)", cfg.NRI, cfg.Validate())
+	}
+	if reg, req := cfg.NRI.Timeouts(); reg != 5*time.Second || req != 5*time.Second {
+		t.Fatalf("timeouts %v %v", reg, req)
+	}
+	for name, mut := range map[string]func(*NRI){
+		"relative socket":  func(n *NRI) { n.SocketPath = "nri.sock" },
+		"relative plugins": func(n *NRI) { n.PluginPath = "plugins" },
+		"bad timeout":      func(n *NRI) { n.RequestTimeout = "soon" },
+		"zero timeout":     func(n *NRI) { n.RegistrationTimeout = "0s" },
+	} {
+		c := Default()
+		mut(&c.NRI)
+		if c.Validate() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		c.NRI.Enable = false
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s with NRI disabled: %v", name, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.toml")
+	if err := os.WriteFile(path, []byte("[nri]\nenable = false\nsocket_path = \"/x/nri.sock\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, false)
+	if err != nil || c.NRI.Enable || c.NRI.SocketPath != "/x/nri.sock" || c.NRI.PluginPath != "/opt/nri/plugins" {
+		t.Fatalf("load [nri]: %+v %v", c.NRI, err)
+	}
+}

@@ -1,0 +1,58 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/minicri/minicri/config"
+	"github.com/minicri/minicri/container"
+	"github.com/minicri/minicri/internal/nri"
+	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/server"
+)
+
+// nriHooks is NRI when enabled; its socket opens once the managers exist
+// (startNRI).
+type nriHooks struct{ n *nri.NRI }
+
+func newNRI(cfg config.NRI, log *slog.Logger) (nriHooks, error) {
+	if !cfg.Enable {
+		log.Info("NRI disabled")
+		return nriHooks{}, nil
+	}
+	reg, req := cfg.Timeouts()
+	n, err := nri.New(nri.Options{
+		SocketPath: cfg.SocketPath, PluginPath: cfg.PluginPath, PluginConfigPath: cfg.PluginConfigPath,
+		RegistrationTimeout: reg, RequestTimeout: req, Version: server.RuntimeVersion, Log: log,
+	})
+	if err != nil {
+		return nriHooks{}, err
+	}
+	return nriHooks{n}, nil
+}
+
+func (h nriHooks) sandbox() sandbox.Hooks {
+	if h.n == nil {
+		return nil
+	}
+	return h.n
+}
+
+func (h nriHooks) container() container.Hooks {
+	if h.n == nil {
+		return nil
+	}
+	return h.n
+}
+
+// start opens the NRI socket; stop (returned) closes it.
+func (h nriHooks) start(cfg config.NRI, sandboxes *sandbox.Manager, containers *container.Manager, log *slog.Logger) (stop func(), err error) {
+	if h.n == nil {
+		return func() {}, nil
+	}
+	if err := h.n.Start(sandboxes, containers); err != nil {
+		return nil, fmt.Errorf("start NRI: %w", err)
+	}
+	log.Info("NRI listening", "socket", cfg.SocketPath, "plugin_path", cfg.PluginPath)
+	return h.n.Stop, nil
+}

@@ -1,0 +1,131 @@
+// Package nri connects minicri to NRI plugins (the Node Resource
+// Interface) through containerd's nri adaptation: plugins register on a
+// unix socket (or are started from the plugin directory), are synchronized
+// with the pods and containers that exist, hear every lifecycle event, may
+// adjust containers as they are created and update or evict containers at
+// any time. It implements sandbox.Hooks and container.Hooks.
+package nri
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/containerd/nri/pkg/adaptation"
+	nrilog "github.com/containerd/nri/pkg/log"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/minicri/minicri/container"
+	"github.com/minicri/minicri/sandbox"
+)
+
+// Options configure NRI.
+type Options struct {
+	SocketPath          string
+	PluginPath          string
+	PluginConfigPath    string
+	RegistrationTimeout time.Duration
+	RequestTimeout      time.Duration
+	Version             string // minicri's, told to plugins
+	Log                 *slog.Logger
+}
+
+// Pods is what NRI reads of the sandboxes.
+type Pods interface {
+	Get(id string) (sandbox.Info, error)
+	List(f sandbox.Filter) []sandbox.Info
+}
+
+// Containers is what NRI reads and changes of the containers.
+type Containers interface {
+	Get(id string) (container.Info, error)
+	List(f container.Filter) []container.Info
+	AdjustResources(ctx context.Context, id string, adjust func(*specs.LinuxResources) error) error
+	Stop(ctx context.Context, id string, timeout time.Duration) error
+	// InjectCDIDevices adds CDI devices a plugin's adjustment names.
+	InjectCDIDevices(spec *specs.Spec, names []string) error
+}
+
+// NRI is minicri's side of NRI.
+type NRI struct {
+	a       *adaptation.Adaptation
+	log     *slog.Logger
+	plugins atomic.Int64 // plugins connected and synchronized
+	pods    Pods
+	ctrs    Containers
+}
+
+// New creates the NRI runtime side; Start opens its socket.
+func New(opts Options) (*NRI, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	n := &NRI{log: opts.Log.With("component", "nri")}
+	nrilog.Set(logger{n.log})
+	adaptation.SetPluginRegistrationTimeout(opts.RegistrationTimeout)
+	adaptation.SetPluginRequestTimeout(opts.RequestTimeout)
+	a, err := adaptation.New("minicri", opts.Version, n.synchronize, n.updateContainers,
+		adaptation.WithSocketPath(opts.SocketPath),
+		adaptation.WithPluginPath(opts.PluginPath),
+		adaptation.WithPluginConfigPath(opts.PluginConfigPath),
+		adaptation.WithMetrics(pluginCount{&n.plugins}))
+	if err != nil {
+		return nil, fmt.Errorf("nri: %w", err)
+	}
+	n.a = a
+	return n, nil
+}
+
+// Start binds NRI to the managers, starts the pre-installed plugins and
+// opens the socket for external ones.
+func (n *NRI) Start(pods Pods, ctrs Containers) error {
+	n.pods, n.ctrs = pods, ctrs
+	if err := n.a.Start(); err != nil {
+		return fmt.Errorf("nri: %w", err)
+	}
+	return nil
+}
+
+// Stop closes the socket and disconnects the plugins.
+func (n *NRI) Stop() { n.a.Stop() }
+
+// Active reports whether a plugin is connected. With none, no event is
+// relayed (nothing is built or sent): NRI costs pod and container starts
+// nothing.
+func (n *NRI) Active() bool { return n.plugins.Load() > 0 }
+
+// blockSync holds off the synchronization of a late plugin until release
+// is called: what is created meanwhile is either in the sync set or told to
+// the plugin as an event, never lost.
+func (n *NRI) blockSync() (release func()) {
+	b := n.a.BlockPluginSync()
+	return b.Unblock
+}
+
+// pluginCount tracks how many plugins are connected (the adaptation
+// reports it as a metric).
+type pluginCount struct{ n *atomic.Int64 }
+
+func (pluginCount) RecordPluginInvocation(string, string, error)      {}
+func (pluginCount) RecordPluginLatency(string, string, time.Duration) {}
+func (pluginCount) RecordPluginAdjustments(string, string, *adaptation.ContainerAdjustment, int, int) {
+}
+func (p pluginCount) UpdatePluginCount(count int) { p.n.Store(int64(count)) }
+
+// logger sends the nri library's logs to slog.
+type logger struct{ l *slog.Logger }
+
+func (g logger) Debugf(ctx context.Context, f string, a ...any) {
+	g.l.DebugContext(ctx, fmt.Sprintf(f, a...))
+}
+func (g logger) Infof(ctx context.Context, f string, a ...any) {
+	g.l.InfoContext(ctx, fmt.Sprintf(f, a...))
+}
+func (g logger) Warnf(ctx context.Context, f string, a ...any) {
+	g.l.WarnContext(ctx, fmt.Sprintf(f, a...))
+}
+func (g logger) Errorf(ctx context.Context, f string, a ...any) {
+	g.l.ErrorContext(ctx, fmt.Sprintf(f, a...))
+}
