@@ -48,7 +48,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench clean FORCE
-.PHONY: cluster cluster-down cluster-netcheck cluster-test
+.PHONY: cluster cluster-down cluster-netcheck cluster-test conformance-ci
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
@@ -123,6 +123,10 @@ e2e-evented: build
 # offline, on test/cluster (else test/e2e's one-node cluster): test/conformance/README.md.
 conformance: build
 	test/conformance/run.sh
+
+# Its CI subset: [NodeConformance] + Services/DNS [Conformance], no [Slow]/[Serial].
+conformance-ci: build
+	CONFORMANCE_SUBSET=ci CONFORMANCE_OUT=$(CURDIR)/$(OUT)/conformance-ci test/conformance/run.sh
 
 # A multi-node cluster on this machine (test/cluster: nodes in network namespaces, each with
 # its own minicri, kubelet and kube-proxy; CoreDNS; left running until cluster-down).

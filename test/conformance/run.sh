@@ -17,7 +17,9 @@
 #
 # Environment: CONFORMANCE_CLUSTER (auto: test/cluster if present, else e2e; or
 # cluster|e2e), CONFORMANCE_OUT (default _output/conformance[-<runtime>]), CLUSTER_RUNTIME,
-# and suite.sh's (CONFORMANCE_FOCUS, CONFORMANCE_SKIP, CONFORMANCE_TIMEOUT, ...).
+# CONFORMANCE_SUBSET=ci (the CI subset, `make conformance-ci`: the [NodeConformance] specs
+# and the Services/DNS [Conformance] specs, without [Slow] and [Serial]; README.md), and
+# suite.sh's (CONFORMANCE_FOCUS, CONFORMANCE_SKIP, CONFORMANCE_TIMEOUT, ...).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -25,6 +27,14 @@ cd "$ROOT"
 export PATH=$PATH:/usr/local/go/bin
 DIR=$ROOT/test/conformance
 MODE=${CONFORMANCE_CLUSTER:-auto}
+case ${CONFORMANCE_SUBSET:-} in
+"") ;;
+ci)
+	export CONFORMANCE_FOCUS=${CONFORMANCE_FOCUS:-'\[NodeConformance\]|\[sig-network\] (Services|DNS) .*\[Conformance\]'}
+	export CONFORMANCE_SKIP=${CONFORMANCE_SKIP:-'\[Slow\]|\[Serial\]|\[Disruptive\]'}
+	;;
+*) echo "conformance: CONFORMANCE_SUBSET=$CONFORMANCE_SUBSET: want ci or empty" >&2; exit 2 ;;
+esac
 if [ "$MODE" = auto ]; then
 	MODE=e2e
 	[ ! -x "$ROOT/test/cluster/up.sh" ] || MODE=cluster
