@@ -15,7 +15,8 @@
 #      exclusions (test/conformance/excluded: spec -> why), the JUnit report and
 #      summary.txt (passed, failed, skipped, excluded) in CONFORMANCE_OUT.
 #
-# Environment: CONFORMANCE_CLUSTER (auto: test/cluster if present, else e2e; or
+# Environment: CLUSTER_OUT (test/cluster's, default _output/cluster: one cluster per
+# directory, so two runs side by side need two), CONFORMANCE_CLUSTER (auto: test/cluster if present, else e2e; or
 # cluster|e2e), CONFORMANCE_OUT (default _output/conformance[-<runtime>]), CLUSTER_RUNTIME,
 # CONFORMANCE_SUBSET=ci (the CI subset, `make conformance-ci`: the [NodeConformance] specs
 # and the Services/DNS [Conformance] specs, without [Slow] and [Serial]; README.md), and
@@ -62,7 +63,7 @@ cluster)
 	trap down EXIT
 	log "cluster: test/cluster/up.sh (CLUSTER_RUNTIME=${CLUSTER_RUNTIME:-minicri})"
 	"$ROOT/test/cluster/up.sh"
-	KUBECONFIG=$ROOT/_output/cluster/kubeconfig "$DIR/suite.sh"
+	KUBECONFIG=${CLUSTER_OUT:-$ROOT/_output/cluster}/kubeconfig "$DIR/suite.sh"
 	;;
 e2e)
 	export CONFORMANCE_EXCLUDED="${CONFORMANCE_EXCLUDED:-$DIR/excluded $DIR/excluded-single-node}"
