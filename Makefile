@@ -8,6 +8,7 @@
 #   make fuzz         every Go fuzz target for FUZZTIME each (hack/fuzz.sh)
 #   make critest      critest v1.37.0 against a private minicri instance
 #   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
+#   make conformance  the Kubernetes conformance suite, offline (test/conformance/README.md)
 #   make bench        minicri vs Debian containerd + runc: pod lifecycles, memory, image pull
 #   make vmtest-ci    a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
 #                     node shape, integration + critest subsets, minicri's systemd unit
@@ -46,8 +47,8 @@ CNI_VERSION       := v1.10.0
 CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
-.PHONY: all deps build run vet lint unit fuzz integration critest test bench clean FORCE
-.PHONY: cluster cluster-down cluster-netcheck cluster-test
+.PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench clean FORCE
+.PHONY: cluster cluster-down cluster-netcheck cluster-test conformance-ci
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
@@ -117,6 +118,15 @@ e2e: build
 # PodSandboxStatus containers_statuses/timestamp; checks no fallback, no ContainerStatus).
 e2e-evented: build
 	E2E_MODES=standalone E2E_FEATURE_GATES=EventedPLEG=true E2E_OUT=$(CURDIR)/$(OUT)/e2e-evented test/e2e/run.sh
+
+# The Kubernetes conformance suite (e2e.test v1.37.2, [Conformance] + [NodeConformance]),
+# offline, on test/cluster (else test/e2e's one-node cluster): test/conformance/README.md.
+conformance: build
+	test/conformance/run.sh
+
+# Its CI subset: [NodeConformance] + Services/DNS [Conformance], no [Slow]/[Serial].
+conformance-ci: build
+	CONFORMANCE_SUBSET=ci CONFORMANCE_OUT=$(CURDIR)/$(OUT)/conformance-ci test/conformance/run.sh
 
 # A multi-node cluster on this machine (test/cluster: nodes in network namespaces, each with
 # its own minicri, kubelet and kube-proxy; CoreDNS; left running until cluster-down).

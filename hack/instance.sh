@@ -23,6 +23,7 @@
 #                      image): serve the offline images of test/registry on a free
 #                      loopback port and point minicri's registry mirrors at it
 #   INSTANCE_REGISTRY_BIN  a prebuilt test/registry binary (default: built into _output/bin)
+#   INSTANCE_REGISTRY_ARGS more flags for it (e.g. -e2e-images DIR: the conformance images)
 #   INSTANCE_CDI_DIR   the CDI spec directory (default: minicri's, /etc/cdi and /var/run/cdi)
 #   INSTANCE_CONFIG_EXTRA  TOML appended to the instance's config.toml (e.g. [runtimes.runc])
 #   INSTANCE_NETNS     run minicri in this named network namespace (/run/netns; only the
@@ -154,8 +155,9 @@ instance_start() {
 instance__registry_start() {
 	local bin=${INSTANCE_REGISTRY_BIN:-$INSTANCE_REPO/_output/bin/registry} log=$INSTANCE_TMP/registry.log i
 	[ -n "${INSTANCE_REGISTRY_BIN:-}" ] || (cd "$INSTANCE_REPO" && go build -o "$bin" ./test/registry) || return 1
+	# shellcheck disable=SC2086 # INSTANCE_REGISTRY_ARGS is a list of flags
 	"$bin" -addr 127.0.0.1:0 -hosts-dir "$INSTANCE_TMP/certs.d" \
-		-bench="$([ "$INSTANCE_REGISTRY" = bench ] && echo true || echo false)" </dev/null >"$log" 2>&1 &
+		-bench="$([ "$INSTANCE_REGISTRY" = bench ] && echo true || echo false)" ${INSTANCE_REGISTRY_ARGS:-} </dev/null >"$log" 2>&1 &
 	INSTANCE_REGISTRY_PID=$!
 	for ((i = 0; i < 3000; i++)); do
 		if grep -qs '^.* serving .* references on ' "$log"; then

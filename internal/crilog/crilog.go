@@ -1,11 +1,12 @@
 // Package crilog writes container output in the CRI log format the kubelet
 // reads: "<RFC3339Nano timestamp> <stream> <P|F> <content>\n", where P marks
 // a partial line (a line longer than MaxLineSize is split into P chunks,
-// the last one F).
+// the last one F; output that ends without a newline ends with a P entry).
 package crilog
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -88,32 +89,39 @@ func (l *File) writeLine(stream string, partial bool, content []byte) error {
 
 // Copy reads r until EOF and writes its lines to the log as stream. Lines
 // longer than MaxLineSize become P chunks; a last line without a newline is
-// written as F at EOF. A write error is reported but reading goes on, so the
-// container never blocks on a full or missing log.
+// written as P at EOF, as containerd does, so that the kubelet reads back
+// exactly the bytes written (no "\n" added). "\r\n" ends a line like "\n".
+// A write error is reported but reading goes on, so the container never
+// blocks on a full or missing log.
 func (l *File) Copy(stream string, r io.Reader, onErr func(error)) {
 	br := bufio.NewReaderSize(r, MaxLineSize)
-	partial := false // the last entry written was a P chunk
-	write := func(isPrefix bool, line []byte) {
-		partial = isPrefix
-		if werr := l.writeLine(stream, isPrefix, line); werr != nil && onErr != nil {
+	write := func(partial bool, line []byte) {
+		if werr := l.writeLine(stream, partial, line); werr != nil && onErr != nil {
 			onErr(werr)
 		}
 	}
 	for {
-		line, isPrefix, err := br.ReadLine()
-		if len(line) > 0 || (err == nil && !isPrefix) {
-			write(isPrefix, line)
-		}
-		if err != nil {
-			if partial {
-				// Output ended on a chunk boundary without a newline: the line
-				// it was in still ends with an F entry.
-				write(false, nil)
+		line, err := br.ReadSlice('\n')
+		switch {
+		case err == nil: // a whole line
+			line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
+			write(false, line)
+			continue
+		case errors.Is(err, bufio.ErrBufferFull): // the head of a longer line
+			if len(line) > 1 && line[len(line)-1] == '\r' {
+				// A "\r\n" may straddle the chunks: keep the "\r" for the next.
+				_ = br.UnreadByte()
+				line = line[:len(line)-1]
 			}
-			if !errors.Is(err, io.EOF) && onErr != nil {
-				onErr(err)
-			}
-			return
+			write(true, line)
+			continue
 		}
+		if len(line) > 0 {
+			write(true, line) // the output ended without a newline
+		}
+		if !errors.Is(err, io.EOF) && onErr != nil {
+			onErr(err)
+		}
+		return
 	}
 }

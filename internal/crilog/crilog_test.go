@@ -47,7 +47,11 @@ func TestCopyFormatsLines(t *testing.T) {
 		t.Fatalf("contents %q", contents)
 	}
 	for i := range tags {
-		if tags[i] != "F" || streams[i] != "stdout" {
+		wantTag := "F"
+		if i == len(tags)-1 {
+			wantTag = "P" // no newline at the end: TestUnterminatedLastLineIsPartial
+		}
+		if tags[i] != wantTag || streams[i] != "stdout" {
 			t.Fatalf("line %d: %s %s", i, streams[i], tags[i])
 		}
 	}
@@ -134,5 +138,38 @@ func TestReopenFailureKeepsOldFile(t *testing.T) {
 	}
 	if err := l.writeLine(Stdout, false, []byte("still works")); err != nil {
 		t.Fatalf("old file unusable after failed reopen: %v", err)
+	}
+}
+
+// TestUnterminatedLastLineIsPartial: output that ends without a newline ends with a P
+// entry, as containerd writes it, so that the kubelet reads back exactly the bytes written
+// (the conformance spec "should report termination message from log output if
+// TerminationMessagePolicy FallbackToLogsOnError is set" runs `echo -n DONE; false` and
+// wants the message "DONE", not "DONE\n").
+func TestUnterminatedLastLineIsPartial(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "0.log")
+	l, err := Open(filepath.Dir(p), filepath.Base(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Copy(Stdout, strings.NewReader("first\nDONE"), nil)
+	l.Close()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := parseCRILog(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	for _, ln := range lines {
+		got = append(got, ln.content...)
+	}
+	if string(got) != "first\nDONE" {
+		t.Fatalf("the kubelet reads back %q, want %q (log %q)", got, "first\nDONE", data)
+	}
+	if n := len(lines); n != 2 || lines[0].partial || !lines[1].partial {
+		t.Fatalf("entries %+v: want F \"first\" then P \"DONE\"", lines)
 	}
 }

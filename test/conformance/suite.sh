@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# test/conformance/suite.sh — e2e.test against a running cluster, then the summary.
+# test/conformance/run.sh calls it once the cluster is up (as test/e2e/run.sh's cluster
+# hook without test/cluster).
+#
+# Environment (run.sh sets the first three):
+#   KUBECONFIG            the cluster's admin kubeconfig (required)
+#   CONFORMANCE_BIN       directory of e2e.test (test/conformance/tools.sh)
+#   CONFORMANCE_OUT       results: junit_01.xml, e2e.log, summary.txt
+#   CONFORMANCE_EXCLUDED  exclusion files, space-separated (default test/conformance/excluded)
+#   CONFORMANCE_FOCUS     --ginkgo.focus (default '\[Conformance\]|\[NodeConformance\]')
+#   CONFORMANCE_SKIP      more of --ginkgo.skip (a regexp), besides the exclusions
+#   CONFORMANCE_TIMEOUT   --ginkgo.timeout (default 12h)
+#   CONFORMANCE_ARGS      more e2e.test flags
+#   KUBECTL               kubectl for the kubectl specs (default: test/e2e/tools.sh's)
+#   KUBE_TEST_REPO_LIST   passed through to e2e.test (not needed: the offline registry's
+#                         hosts.toml mirrors serve the images under their public names)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+export PATH=$PATH:/usr/local/go/bin
+: "${KUBECONFIG:?KUBECONFIG must name the admin kubeconfig of the cluster}"
+OUT=${CONFORMANCE_OUT:-$ROOT/_output/conformance}
+BIN=${CONFORMANCE_BIN:-$ROOT/_output/conformance/bin}
+FOCUS=${CONFORMANCE_FOCUS:-'\[Conformance\]|\[NodeConformance\]'}
+EXCLUDED=${CONFORMANCE_EXCLUDED:-$ROOT/test/conformance/excluded}
+KUBECTL=${KUBECTL:-$("$ROOT/test/e2e/tools.sh" 2>/dev/null)/kubectl}
+mkdir -p "$OUT"
+
+log() { echo "conformance: $*" >&2; }
+
+# skip_regexp FILE...: the exclusion lists' patterns (text before " #") joined with '|'.
+skip_regexp() {
+	sed -e '/^[[:space:]]*#/d' -e '/^[[:space:]]*$/d' -e 's/[[:space:]]#.*$//' -e 's/[[:space:]]*$//' "$@" | paste -sd'|'
+}
+
+# shellcheck disable=SC2086 # EXCLUDED is a list of files
+skip=$(skip_regexp $EXCLUDED)
+[ -z "${CONFORMANCE_SKIP:-}" ] || skip=${skip:+$skip|}$CONFORMANCE_SKIP
+rm -rf "$OUT/report"
+mkdir -p "$OUT/report"
+log "focus: $FOCUS"
+# shellcheck disable=SC2086
+log "skipping $(sed -e '/^[[:space:]]*#/d' -e '/^[[:space:]]*$/d' $EXCLUDED | wc -l) excluded patterns${CONFORMANCE_SKIP:+ and $CONFORMANCE_SKIP}"
+start=$(date +%s)
+args=(--provider=skeleton --kubeconfig="$KUBECONFIG" --kubectl-path="$KUBECTL"
+	--report-dir="$OUT/report" --disable-log-dump
+	--ginkgo.focus="$FOCUS" --ginkgo.timeout="${CONFORMANCE_TIMEOUT:-12h}" --ginkgo.no-color
+	--ginkgo.poll-progress-after=5m)
+[ -z "$skip" ] || args+=(--ginkgo.skip="$skip")
+# shellcheck disable=SC2086 # CONFORMANCE_ARGS is a list of flags
+rc=0
+"$BIN/e2e.test" "${args[@]}" ${CONFORMANCE_ARGS:-} >"$OUT/e2e.log" 2>&1 || rc=$?
+wall=$(($(date +%s) - start))
+log "e2e.test exited $rc after ${wall}s (log: $OUT/e2e.log)"
+report=$OUT/report/junit_01.xml
+[ -f "$report" ] || { tail -n 40 "$OUT/e2e.log" >&2; log "no JUnit report"; exit 1; }
+ln -sfn report/junit_01.xml "$OUT/junit.xml"
+ex_args=()
+for f in $EXCLUDED; do ex_args+=(-excluded "$f"); done
+src=0
+{
+	echo "conformance: focus $FOCUS, wall time ${wall}s, e2e.test exit $rc"
+	(cd "$ROOT" && go run ./test/conformance/summary -report "$report" -focus "$FOCUS" "${ex_args[@]}" -v) || src=$?
+} >"$OUT/summary.txt" 2>&1
+sed -n '1,/^SKIPPED BY THE SUITE:/p' "$OUT/summary.txt" | sed '$d'
+log "summary: $OUT/summary.txt"
+[ "$src" = 0 ] && [ "$rc" = 0 ]
