@@ -173,7 +173,7 @@ for ((i = 1; i <= PULLS; i++)); do
 		log "== 3. pull $i/$PULLS: $rt"
 		rt_start "$rt" -bench1g
 		instance_run "$CRIBENCH" pull -endpoint "$ENDPOINT" -runtime "$rt" -image "$BIGIMAGE" \
-			-out "$RES/pull-$rt-$i.json"
+			-cpu-cgroups "$CPUCG" -out "$RES/pull-$rt-$i.json"
 		rt_stop "$rt"
 	done
 done

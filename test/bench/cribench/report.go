@@ -39,11 +39,12 @@ func runReport(args []string) error {
 		} else {
 			r.scale = append(r.scale, &s)
 		}
-		pulls, img, err := readPulls(*dir, n)
+		pulls, cpus, img, err := readPulls(*dir, n)
 		if err != nil {
 			return err
 		}
 		r.pulls = append(r.pulls, pulls)
+		r.pullCPU = append(r.pullCPU, cpus)
 		r.images = append(r.images, img)
 	}
 	r.print()
@@ -52,12 +53,13 @@ func runReport(args []string) error {
 }
 
 type report struct {
-	w      *strings.Builder
-	names  []string
-	pods   []*podsResult
-	scale  []*scaleResult
-	pulls  [][]float64
-	images []string
+	w       *strings.Builder
+	names   []string
+	pods    []*podsResult
+	scale   []*scaleResult
+	pulls   [][]float64
+	pullCPU [][]float64
+	images  []string
 }
 
 func ratio(x, y float64) string {
@@ -250,23 +252,23 @@ func (r *report) scaleTable() {
 	fmt.Fprintf(r.w, "(CPU: cpuacct of the daemon's cgroup (daemon, shims/monitors, runc) + the pods' cgroup parent.)\n")
 }
 
-func readPulls(dir, runtime string) ([]float64, string, error) {
+// readPulls returns the pulls' latencies (ms) and CPU seconds.
+func readPulls(dir, runtime string) (ms, cpu []float64, img string, err error) {
 	files, err := filepath.Glob(filepath.Join(dir, "pull-"+runtime+"-*.json"))
 	if err != nil {
-		return nil, "", fmt.Errorf("pull results: %w", err)
+		return nil, nil, "", fmt.Errorf("pull results: %w", err)
 	}
 	sort.Strings(files)
-	var out []float64
-	img := ""
 	for _, f := range files {
 		var r pullResult
 		if err := readJSON(f, &r); err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
-		out = append(out, r.Ms)
+		ms = append(ms, r.Ms)
+		cpu = append(cpu, r.CPU)
 		img = fmt.Sprintf("%s, %.1f MB as reported by ImageStatus", r.Image, float64(r.Size)/1e6)
 	}
-	return out, img, nil
+	return ms, cpu, img, nil
 }
 
 func (r *report) pullTable() {
@@ -280,6 +282,10 @@ func (r *report) pullTable() {
 		vals[i] = median(p)
 	}
 	r.row(fmt.Sprintf("median of %d", len(r.pulls[0])), "%.0f", vals)
+	for i, p := range r.pullCPU {
+		vals[i] = median(p)
+	}
+	r.row("CPU s (runtime's cgroups), median", "%.1f", vals)
 	fmt.Fprintf(r.w, "%-34s", "samples")
 	for _, p := range r.pulls {
 		s := make([]string, len(p))
