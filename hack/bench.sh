@@ -90,7 +90,7 @@ on_exit() {
 	instance_stop || { log "FAIL: minicri did not stop cleanly or left something behind"; rc=1; }
 	ctrd_stop || { log "FAIL: containerd did not stop cleanly or left something behind"; rc=1; }
 	cleanup_host || rc=1
-	[ $rc -eq 0 ] || log "FAILED (exit $rc); logs in $OUT/{minicri,containerd}/"
+	[ $rc -eq 0 ] || log "FAILED (exit $rc); logs in $OUT/{minicri,containerd,containerd2}/"
 	exit $rc
 }
 trap on_exit EXIT
@@ -126,6 +126,7 @@ rt_start() {
 	containerd | containerd2)
 		local bindir=
 		[ "$rt" = containerd ] || bindir=$BIN2
+		CTRD_ARTIFACTS=$OUT/$rt # read by ctrd_stop
 		CTRD_BIN_DIR=$bindir CTRD_CPU_CGROUP=$CPUCG CTRD_REGISTRY_ARGS=${2:-} ctrd_start bench "$CD_BRIDGE" "$CD_SUBNET" cb
 		"$CRIBENCH" pushpause -registry "$CTRD_REGISTRY" -binary "$ROOT/bin/minicri-pause" -ref "$PAUSE"
 		ENDPOINT=$CTRD_ENDPOINT PID=$CTRD_PID MATCH=$CTRD_SOCK CGROUP=$CTRD_CGROUP
@@ -145,7 +146,7 @@ rt_stop() {
 start=$(date +%s)
 ctrd_install
 BIN2=$("$ROOT/hack/bench-tools.sh")
-rm -rf "$RES" "$OUT/minicri" "$OUT/containerd"
+rm -rf "$RES" "$OUT/minicri" "$OUT/containerd" "$OUT/containerd2"
 mkdir -p "$RES"
 (cd "$ROOT" && go build -o "$ROOT/_output/bin/registry" ./test/registry)
 RULES_BEFORE=$(own_rules)
