@@ -1,0 +1,67 @@
+package integration
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TestMigratePodBetweenInstances moves a running pod from one minicri to
+// another (own root, state, socket, bridge, subnet): its counter goes on
+// from where it was frozen, its file moves with it, its log continues in
+// the new instance's log file.
+func TestMigratePodBetweenInstances(t *testing.T) {
+	a := newInstance(t, withRegistry())
+	b := newInstance(t, withRegistry())
+	a.pull(t, busybox)
+	b.pull(t, busybox)
+	podA, cfgA := a.podWithLogs(t, "migrate")
+	_, infA := a.status(t, podA)
+	ccs := []*runtimeapi.ContainerConfig{ctrConfig("counter", counterScript)}
+	counter := a.run(t, podA, cfgA, ccs[0])
+	counterLog := a.ctrStatus(t, counter).LogPath
+	waitLog(t, counterLog, "10", 10*time.Second)
+
+	// Downtime: from the freeze to the restored processes running on B.
+	before := lastCount(t, counterLog)
+	start := time.Now()
+	dir := a.checkpointPod(t, podA, counter)
+	frozenAt := lastCount(t, counterLog)
+	a.stopRemove(t, podA) // the source stops: the pod now lives on B only
+	// "Transfer" the checkpoint to B's node.
+	moved := filepath.Join(b.dir, "incoming")
+	if out, err := exec.Command("cp", "-a", dir, moved).CombinedOutput(); err != nil {
+		t.Fatalf("copy checkpoint: %v %s", err, out)
+	}
+	cfgB := podConfig("migrate")
+	cfgB.Metadata = cfgA.Metadata // the same pod, on another node
+	cfgB.LogDirectory = filepath.Join(b.dir, "logs", "migrate")
+	podB, ids := b.restorePod(t, moved, cfgB, ccs...)
+	downtime := time.Since(start)
+	t.Logf("migration: checkpoint+stop+copy+restore+start took %s", downtime.Round(time.Millisecond))
+	_, infB := b.status(t, podB)
+
+	newLog := b.ctrStatus(t, ids["counter"]).LogPath
+	if !strings.HasPrefix(newLog, b.dir) {
+		t.Fatalf("restored log %s is not in B's log directory", newLog)
+	}
+	waitLog(t, newLog, strconv.Itoa(frozenAt+10), 15*time.Second)
+	first := firstCount(t, newLog)
+	if first < before || first > frozenAt+1 {
+		t.Errorf("counter restored at %d; it was frozen between %d and %d (no reset, no gap)", first, before, frozenAt)
+	}
+	if n, err := strconv.Atoi(b.execOut(t, ids["counter"], "cat", "/count")); err != nil || n < first {
+		t.Errorf("/count on B: %d %v (first restored count %d)", n, err, first)
+	}
+	if got := b.execOut(t, ids["counter"], "cat", "/written"); got != "data" {
+		t.Errorf("/written on B: %q", got)
+	}
+	b.stopRemove(t, podB)
+	a.assertNothingLeft(t, map[string]podInfo{podA: infA})
+	b.assertNothingLeft(t, map[string]podInfo{podB: infB})
+}
