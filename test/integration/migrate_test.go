@@ -11,6 +11,26 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// tcpScript keeps one loopback TCP connection open inside the container
+// and logs every number it carries ("got N"); if the connection breaks,
+// the sender's nc exits and the numbers stop.
+const tcpScript = `sleep 1000000 | nc -l -p 9000 | while read l; do echo "got $l"; done & sleep 0.5; i=0; while true; do echo $i; i=$((i+1)); sleep 0.1; done | nc 127.0.0.1 9000`
+
+// lastGot is the highest N of the "got N" lines of the log.
+func lastGot(t *testing.T, path string) (first, last int) {
+	t.Helper()
+	first, last = -1, -1
+	for _, l := range readLog(t, path) {
+		if v, err := strconv.Atoi(strings.TrimPrefix(l.content, "got ")); err == nil && strings.HasPrefix(l.content, "got ") {
+			if first < 0 {
+				first = v
+			}
+			last = max(last, v)
+		}
+	}
+	return first, last
+}
+
 // TestMigratePodBetweenInstances moves a running pod from one minicri to
 // another (own root, state, socket, bridge, subnet): its counter goes on
 // from where it was frozen, its file moves with it, its log continues in
@@ -60,6 +80,47 @@ func TestMigratePodBetweenInstances(t *testing.T) {
 	}
 	if got := b.execOut(t, ids["counter"], "cat", "/written"); got != "data" {
 		t.Errorf("/written on B: %q", got)
+	}
+	b.stopRemove(t, podB)
+	a.assertNothingLeft(t, map[string]podInfo{podA: infA})
+	b.assertNothingLeft(t, map[string]podInfo{podB: infB})
+}
+
+// TestMigrateKeepsLoopbackTCPConnection: an established TCP connection
+// whose addresses exist in the new pod (loopback) survives the move
+// (CRIU --tcp-established): the numbers keep coming on it, in order.
+func TestMigrateKeepsLoopbackTCPConnection(t *testing.T) {
+	a := newInstance(t, withRegistry())
+	b := newInstance(t, withRegistry())
+	a.pull(t, busybox)
+	b.pull(t, busybox)
+	podA, cfgA := a.podWithLogs(t, "migrate-tcp")
+	_, infA := a.status(t, podA)
+	cc := ctrConfig("tcp", tcpScript)
+	tcp := a.run(t, podA, cfgA, cc)
+	tcpLog := a.ctrStatus(t, tcp).LogPath
+	waitLog(t, tcpLog, "got 5", 10*time.Second)
+	dir := a.checkpointPod(t, podA, tcp)
+	_, lastA := lastGot(t, tcpLog)
+	a.stopRemove(t, podA)
+	cfgB := podConfig("migrate-tcp")
+	cfgB.LogDirectory = filepath.Join(b.dir, "logs", "migrate-tcp")
+	podB, ids := b.restorePod(t, dir, cfgB, cc)
+	_, infB := b.status(t, podB)
+	newTCP := b.ctrStatus(t, ids["tcp"]).LogPath
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		f, l := lastGot(t, newTCP)
+		if f >= 0 && l >= lastA+10 {
+			if f > lastA+1 {
+				t.Errorf("TCP stream on B starts at %d; A had received up to %d", f, lastA)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the TCP connection did not carry on after the migration (A got up to %d; B: first %d, last %d)", lastA, f, l)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	b.stopRemove(t, podB)
 	a.assertNothingLeft(t, map[string]podInfo{podA: infA})
