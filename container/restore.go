@@ -268,6 +268,11 @@ func (m *Manager) startRestored(ctx context.Context, c *Container, pod PodInfo) 
 		},
 	})
 	if err != nil {
+		if !errors.Is(err, monitor.ErrUnavailable) {
+			// CRIU refused: the pod cannot hold what was dumped (an address
+			// it does not have, say). The container stays CREATED, removable.
+			err = fmt.Errorf("%w: %v", ErrFailedPrecondition, err)
+		}
 		return resp, fmt.Errorf("restore container %s from %s: %w%s", c.ID(), c.rec.Restore.Archive, err,
 			criuLogErrors(filepath.Join(dir, "criu-restore", "restore.log")))
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -125,4 +127,44 @@ func TestMigrateKeepsLoopbackTCPConnection(t *testing.T) {
 	b.stopRemove(t, podB)
 	a.assertNothingLeft(t, map[string]podInfo{podA: infA})
 	b.assertNothingLeft(t, map[string]podInfo{podB: infB})
+}
+
+// TestMigrateWithPodIPConnectionFailsCleanly: a TCP connection on the pod's
+// own IP cannot be restored in a pod with another IP (minicri gives the
+// restored pod a new one): StartContainer fails with FailedPrecondition
+// naming CRIU's complaint, and the pod is removed without leftovers.
+func TestMigrateWithPodIPConnectionFailsCleanly(t *testing.T) {
+	a := newInstance(t, withRegistry())
+	b := newInstance(t, withRegistry())
+	a.pull(t, busybox)
+	b.pull(t, busybox)
+	podA, cfgA := a.podWithLogs(t, "migrate-ip")
+	stA, infA := a.status(t, podA)
+	cc := ctrConfig("tcp", strings.ReplaceAll(tcpScript, "127.0.0.1", "$POD_IP"))
+	cc.Envs = []*runtimeapi.KeyValue{{Key: "POD_IP", Value: []byte(stA.GetNetwork().GetIp())}}
+	tcp := a.run(t, podA, cfgA, cc)
+	waitLog(t, a.ctrStatus(t, tcp).LogPath, "got 5", 10*time.Second)
+	dir := a.checkpointPod(t, podA, tcp)
+	a.stopRemove(t, podA)
+	cfgB := podConfig("migrate-ip")
+	resp, err := b.rt.RestorePod(ctx(t), &runtimeapi.RestorePodRequest{CheckpointPath: dir, Config: cfgB, ContainerConfigs: []*runtimeapi.ContainerConfig{cc}})
+	if err != nil {
+		t.Fatalf("RestorePod: %v", err)
+	}
+	_, infB := b.status(t, resp.PodSandboxId)
+	id := resp.RestoredContainers[0].ContainerId
+	_, err = b.rt.StartContainer(ctx(t), &runtimeapi.StartContainerRequest{ContainerId: id})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "criu") {
+		t.Errorf("StartContainer of a container holding a connection on the old pod IP: %v, want FailedPrecondition from CRIU", err)
+	}
+	if st := b.ctrStatus(t, id); st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		t.Errorf("after the failed restore: %v, want CREATED", st.State)
+	}
+	if p := processesMentioning("criu\x00"); len(p) > 0 {
+		t.Errorf("criu processes left: %v", p)
+	}
+	b.stopRemove(t, resp.PodSandboxId)
+	b.assertCtrGone(t, id)
+	a.assertNothingLeft(t, map[string]podInfo{podA: infA})
+	b.assertNothingLeft(t, map[string]podInfo{resp.PodSandboxId: infB})
 }
