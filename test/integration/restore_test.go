@@ -182,3 +182,43 @@ func TestRestoreRejectsBadArchives(t *testing.T) {
 	i.stopRemove(t, pod)
 	i.assertNothingLeft(t, map[string]podInfo{pod: inf})
 }
+
+// TestRestoreRefusesMorePrivilegedCheckpoint: CRIU restores a process's
+// capabilities from the archive, not from the spec; a checkpoint of a
+// process with CAP_NET_ADMIN is refused in a container without it, and
+// restores where it is allowed.
+func TestRestoreRefusesMorePrivilegedCheckpoint(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	podA, cfgA := i.podWithLogs(t, "ckpt-caps")
+	_, infA := i.status(t, podA)
+	privileged := ctrConfig("counter", counterScript)
+	privileged.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
+		Capabilities: &runtimeapi.Capability{AddCapabilities: []string{"NET_ADMIN"}},
+	}
+	src := i.run(t, podA, cfgA, privileged)
+	waitLog(t, i.ctrStatus(t, src).LogPath, "3", 10*time.Second)
+	archive := filepath.Join(t.TempDir(), "caps.tar")
+	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
+		t.Fatal(err)
+	}
+	i.stopRemove(t, podA)
+
+	podB, cfgB := i.podWithLogs(t, "ckpt-caps-dst")
+	_, infB := i.status(t, podB)
+	plain := ctrConfig("counter", "true")
+	plain.Image.Image = archive
+	_, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podB, Config: plain, SandboxConfig: cfgB})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "capabilities") {
+		t.Errorf("restore of a NET_ADMIN process into a container without it: %v, want FailedPrecondition", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(i.dir, "state", "containers")); len(ents) != 0 {
+		t.Errorf("refused restore left %d container state dirs", len(ents))
+	}
+	privileged.Image.Image = archive
+	id := i.create(t, podB, cfgB, privileged)
+	i.startCtr(t, id)
+	waitLog(t, i.ctrStatus(t, id).LogPath, "5", 10*time.Second)
+	i.stopRemove(t, podB)
+	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
+}
