@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/moby/go-archive"
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/steps"
 	"github.com/minicri/minicri/monitor"
@@ -31,7 +33,8 @@ const maxCheckpointMeta = 4 << 20
 // StartContainer restores the dumped processes instead of starting a new
 // init (as CRI-O does).
 type Restore struct {
-	Archive        string    `json:"archive"`
+	Archive        string    `json:"archive"`       // the archive path, or the checkpoint image's reference
+	Dir            string    `json:"dir,omitempty"` // the checkpoint image's layer: the archive's contents
 	FromContainer  string    `json:"from_container"`
 	CheckpointedAt time.Time `json:"checkpointed_at"`
 }
@@ -40,13 +43,26 @@ type Restore struct {
 // checkpoint archive (an absolute path: no image reference starts with "/").
 func isCheckpointArchive(image string) bool { return strings.HasPrefix(image, "/") }
 
+// isCheckpointImage tells a CreateContainer image that is a checkpoint
+// packaged as an OCI image (image.CheckpointAnnotation on its manifest).
+func (m *Manager) isCheckpointImage(ref string) bool {
+	st, ok := m.opts.Images.(interface {
+		Status(ref string) (image.Image, error)
+	})
+	if !ok {
+		return false
+	}
+	img, err := st.Status(ref)
+	return err == nil && img.CheckpointName != ""
+}
+
 // restoreSteps are the steps of a CreateContainer from the checkpoint
 // archive cfg.Image: the image the checkpoint names, the archive's rootfs
 // changes on top, the spec from the request in the target pod; no process
 // yet (StartContainer restores it).
 func (c *creation) restoreSteps() []steps.Step {
 	return []steps.Step{
-		{Name: "read checkpoint", Do: c.readCheckpoint},
+		{Name: "read checkpoint", Do: c.readCheckpoint, Undo: c.releaseImage},
 		{Name: "acquire image", Do: c.acquireImage, Undo: c.releaseImage},
 		{Name: "record intent", Do: c.recordIntent, Undo: c.removeDirs},
 		{Name: "unpack checkpoint", Do: c.unpackCheckpoint},
@@ -74,20 +90,80 @@ func (c *creation) readCheckpoint(context.Context) error {
 	if c.pod.RuntimeHandler != "" {
 		return fmt.Errorf("%w: restore needs the built-in runtime, not runtime handler %q", ErrFailedPrecondition, c.pod.RuntimeHandler)
 	}
-	meta, err := readCheckpointMeta(path)
+	walk, dir := walkArchive, ""
+	if !isCheckpointArchive(path) {
+		// A checkpoint image: its one layer holds the archive's files. The
+		// container holds it (and, next, the image it names) until removed.
+		img, err := c.m.opts.Images.Acquire(c.rec.Config.Image, c.rec.ID)
+		if err != nil {
+			return err
+		}
+		c.img.ID = img.ID // for releaseImage
+		if img.CheckpointName == "" || len(img.Layers) != 1 {
+			return fmt.Errorf("%w: image %s is not a checkpoint image", ErrInvalid, path)
+		}
+		path, dir, walk = c.rec.Config.Image, img.Layers[0], walkDir
+	}
+	meta, err := readCheckpointMeta(path, func(fn func(*tar.Header, io.Reader) error) error { return walk(srcOf(path, dir), fn) })
 	if err != nil {
 		return err
 	}
-	c.rec.Restore = &Restore{Archive: path, FromContainer: meta.ID, CheckpointedAt: meta.CheckpointedAt}
+	c.rec.Restore = &Restore{Archive: path, Dir: dir, FromContainer: meta.ID, CheckpointedAt: meta.CheckpointedAt}
 	c.rec.Config.Image = meta.RootfsImageRef
 	return nil
 }
 
+// srcOf is what a walker reads: the archive's path or the image's layer.
+func srcOf(path, dir string) string {
+	if dir != "" {
+		return dir
+	}
+	return path
+}
+
+// walk walks the restore's checkpoint, archive or image layer.
+func (r *Restore) walk(fn func(*tar.Header, io.Reader) error) error {
+	if r.Dir != "" {
+		return walkDir(r.Dir, fn)
+	}
+	return walkArchive(r.Archive, fn)
+}
+
+// walkDir calls fn for every regular file and directory under dir (a
+// checkpoint image's layer), as walkArchive does for an archive.
+func walkDir(dir string, fn func(*tar.Header, io.Reader) error) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("%w: checkpoint image layer: %v", ErrInvalid, err)
+	}
+	defer func() { _ = root.Close() }()
+	return fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil || rel == "." {
+			return err
+		}
+		hdr := &tar.Header{Name: rel, Typeflag: tar.TypeDir}
+		switch {
+		case d.IsDir():
+			return fn(hdr, nil)
+		case d.Type().IsRegular():
+			f, err := root.Open(rel)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = f.Close() }()
+			hdr.Typeflag = tar.TypeReg
+			return fn(hdr, f)
+		default:
+			return fmt.Errorf("%w: checkpoint image entry %q is not a regular file", ErrInvalid, rel)
+		}
+	})
+}
+
 // readCheckpointMeta reads config.dump and checks the archive's version.
-func readCheckpointMeta(path string) (*checkpointMeta, error) {
+func readCheckpointMeta(path string, walk func(func(*tar.Header, io.Reader) error) error) (*checkpointMeta, error) {
 	var meta *checkpointMeta
 	images := false
-	err := walkArchive(path, func(hdr *tar.Header, r io.Reader) error {
+	err := walk(func(hdr *tar.Header, r io.Reader) error {
 		switch hdr.Name {
 		case checkpointConfigName:
 			data, err := io.ReadAll(io.LimitReader(r, maxCheckpointMeta))
@@ -165,7 +241,7 @@ func (c *creation) unpackCheckpoint(ctx context.Context) error {
 		return err
 	}
 	var deleted []string
-	err = walkArchive(c.rec.Restore.Archive, func(hdr *tar.Header, r io.Reader) error {
+	err = c.rec.Restore.walk(func(hdr *tar.Header, r io.Reader) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -6,11 +6,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -219,6 +225,61 @@ func TestRestoreRefusesMorePrivilegedCheckpoint(t *testing.T) {
 	id := i.create(t, podB, cfgB, privileged)
 	i.startCtr(t, id)
 	waitLog(t, i.ctrStatus(t, id).LogPath, "5", 10*time.Second)
+	i.stopRemove(t, podB)
+	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
+}
+
+// TestRestoreFromCheckpointImage restores from a checkpoint packaged as an
+// OCI image the way checkpointctl/buildah do (one layer: the archive's
+// files; the io.kubernetes.cri-o.annotations.checkpoint.name manifest
+// annotation), pulled from a registry.
+func TestRestoreFromCheckpointImage(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	podA, cfgA := i.podWithLogs(t, "ckpt-img")
+	_, infA := i.status(t, podA)
+	src := i.run(t, podA, cfgA, ctrConfig("counter", counterScript))
+	waitLog(t, i.ctrStatus(t, src).LogPath, "5", 10*time.Second)
+	archive := filepath.Join(t.TempDir(), "counter.tar")
+	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
+		t.Fatal(err)
+	}
+	after := lastCount(t, i.ctrStatus(t, src).LogPath)
+	i.stopRemove(t, podA)
+
+	layer, err := tarball.LayerFromFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(mutate.ConfigMediaType(empty.Image, types.OCIConfigJSON), types.OCIManifestSchema1), layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	img, _ = mutate.ConfigFile(img, cf)
+	img = mutate.Annotations(img, map[string]string{"io.kubernetes.cri-o.annotations.checkpoint.name": "counter"}).(v1.Image)
+	ref := "registry.k8s.io/minicri-it/checkpoint-counter:" + strconv.Itoa(os.Getpid())
+	registryURL(t)
+	if err := registry.srv.Push(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	i.pull(t, ref)
+
+	podB, cfgB := i.podWithLogs(t, "ckpt-img-dst")
+	_, infB := i.status(t, podB)
+	cfg := ctrConfig("counter", "exit 3")
+	cfg.Image.Image = ref
+	id := i.create(t, podB, cfgB, cfg)
+	i.startCtr(t, id)
+	path := i.ctrStatus(t, id).LogPath
+	waitLog(t, path, strconv.Itoa(after+5), 15*time.Second)
+	if first := firstCount(t, path); first < 1 || first > after+1 {
+		t.Errorf("restored counter's first line is %d; the checkpoint was taken at or before %d", first, after)
+	}
+	if got := i.execOut(t, id, "cat", "/written"); got != "data" {
+		t.Errorf("/written in the restored container: %q", got)
+	}
 	i.stopRemove(t, podB)
 	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
 }
