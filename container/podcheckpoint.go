@@ -129,3 +129,29 @@ func thawAll(lcs []*libcontainer.Container) error {
 	}
 	return errors.Join(errs...)
 }
+
+// thawLeftFrozen resumes a running container whose cgroup is frozen: minicri
+// freezes containers only while it checkpoints them, so a frozen one at
+// startup was left by a daemon that died mid-CheckpointPod (the CRI asks
+// that a pod is never left frozen).
+func (m *Manager) thawLeftFrozen(c *Container) {
+	if c.Status().State != StateRunning {
+		return
+	}
+	h, err := m.loadOf(c)
+	if err != nil {
+		return
+	}
+	lc, ok := ocirt.LibcontainerOf(h)
+	if !ok {
+		return
+	}
+	if st, err := lc.Status(); err != nil || st != libcontainer.Paused {
+		return
+	}
+	if err := lc.Resume(); err != nil {
+		m.log.Error("thaw container left frozen by a checkpoint", "pod", c.rec.PodID, "container", c.ID(), "err", err)
+		return
+	}
+	m.log.Warn("container was left frozen by an interrupted checkpoint; thawed", "pod", c.rec.PodID, "container", c.ID())
+}

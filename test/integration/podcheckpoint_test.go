@@ -168,3 +168,38 @@ func TestRestorePodFailureLeavesNothing(t *testing.T) {
 	}
 	i.assertNothingLeft(t, map[string]podInfo{podA: infA})
 }
+
+// TestRestartThawsContainerLeftFrozen: a daemon that dies while
+// CheckpointPod holds the pod frozen must not leave it frozen; the next
+// start thaws it (simulated: the container's cgroup is frozen by hand
+// and the daemon killed).
+func TestRestartThawsContainerLeftFrozen(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	pod, cfg := i.podWithLogs(t, "frozen")
+	_, inf := i.status(t, pod)
+	id := i.run(t, pod, cfg, ctrConfig("counter", counterScript))
+	path := i.ctrStatus(t, id).LogPath
+	waitLog(t, path, "3", 10*time.Second)
+	file, frozen, thawed := "freezer.state", "FROZEN", "THAWED"
+	if hostUnified() {
+		file, frozen, thawed = "cgroup.freeze", "1", "0"
+	}
+	if err := os.WriteFile(filepath.Join(i.ctrCgroupDir(t, id, "freezer"), file), []byte(frozen), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stuck := lastCount(t, path)
+	i.kill9()
+	time.Sleep(500 * time.Millisecond)
+	if n := lastCount(t, path); n != stuck {
+		t.Fatalf("the container kept counting while frozen (%d -> %d): test setup broken", stuck, n)
+	}
+	i.start()
+	waitLog(t, path, strconv.Itoa(stuck+5), 10*time.Second)
+	if s := i.ctrCgroupFile(t, id, "freezer", "freezer.state", "cgroup.freeze"); s != thawed {
+		t.Errorf("freezer after restart: %q", s)
+	}
+	i.stopRemove(t, pod)
+	i.assertNothingLeft(t, map[string]podInfo{pod: inf})
+}
