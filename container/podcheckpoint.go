@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -77,7 +79,8 @@ func (m *Manager) CheckpointPod(ctx context.Context, podID string, ids []string,
 }
 
 // lockPodContainers takes the operation lock of every container ids names
-// (each of pod podID, running, named once); unlock releases what was taken.
+// (each of pod podID, running, named once), in ID order so that two
+// concurrent pod checkpoints cannot deadlock; unlock releases what was taken.
 func (m *Manager) lockPodContainers(ctx context.Context, podID string, ids []string) ([]*Container, func(), error) {
 	var locked []*Container
 	unlock := func() {
@@ -85,6 +88,7 @@ func (m *Manager) lockPodContainers(ctx context.Context, podID string, ids []str
 			c.op.Unlock()
 		}
 	}
+	var cs []*Container
 	seen := map[string]bool{}
 	for _, id := range ids {
 		c, err := m.store.get(id)
@@ -98,6 +102,10 @@ func (m *Manager) lockPodContainers(ctx context.Context, podID string, ids []str
 		if c.rec.PodID != podID {
 			return nil, unlock, fmt.Errorf("%w: container %s is not in pod %s", ErrInvalid, c.ID(), podID)
 		}
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b *Container) int { return strings.Compare(a.ID(), b.ID()) })
+	for _, c := range cs {
 		if err := c.op.Acquire(ctx); err != nil {
 			return nil, unlock, fmt.Errorf("checkpoint container %s: %w", c.ID(), err)
 		}
