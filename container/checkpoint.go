@@ -49,6 +49,8 @@ type checkpointMeta struct {
 	CheckpointedAt  time.Time `json:"checkpointedTime"`
 	RestoredAt      time.Time `json:"restoredTime"`
 	Restored        bool      `json:"restored"`
+	// Format is minicri's archive format (restore.go's checkpointFormat).
+	Format int `json:"minicriCheckpointFormat,omitempty"`
 }
 
 // Checkpoint writes a forensic checkpoint of a running container to the tar
@@ -190,6 +192,7 @@ func (m *Manager) checkpointLocked(ctx context.Context, c *Container, tmp, locat
 		ID: c.ID(), Name: c.rec.Config.Name,
 		RootfsImage: c.rec.ImageName, RootfsImageRef: c.rec.ImageID, RootfsImageName: c.rec.ImageName,
 		OCIRuntime: checkpointRuntime, CreatedTime: c.rec.CreatedAt, CheckpointedAt: time.Now().UTC(),
+		Format: checkpointFormat,
 	})
 	if err != nil {
 		return err

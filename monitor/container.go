@@ -87,6 +87,11 @@ var errUnknownContainer = errors.New("unknown to this monitor")
 
 // create makes the container and starts its init, which then waits for start.
 func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, error) {
+	return cs.createWith(id, req, cs.runtime(req))
+}
+
+// createWith is create through the runtime rt.
+func (cs *containers) createWith(id string, req *CreateRequest, rt ocirt.Runtime) (*ContainerInfo, error) {
 	cs.mu.Lock()
 	_, dup := cs.byID[id]
 	cs.mu.Unlock()
@@ -109,7 +114,7 @@ func (cs *containers) create(id string, req *CreateRequest) (*ContainerInfo, err
 	}
 	// The runtime waits for its own helper processes while it starts.
 	done := cs.reaper.starting()
-	err = k.start(cs.runtime(req), spec, req)
+	err = k.start(rt, spec, req)
 	if err == nil {
 		cs.reaper.trackLocked(k.c.PID())
 	}

@@ -275,6 +275,9 @@ func (m *monitor) dispatch(req Request) Response {
 		return Response{Error: errString(err), Container: info}
 	case OpDelete:
 		return Response{Error: errString(m.ctrs.remove(req.ID))}
+	case OpRestore:
+		info, err := m.ctrs.restore(req.ID, req.Create)
+		return Response{Error: errString(err), Container: info}
 	}
 	k, err := m.ctrs.get(req.ID)
 	if err != nil {
