@@ -9,7 +9,8 @@
 #   make critest      critest v1.37.0 against a private minicri instance
 #   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
 #   make conformance  the Kubernetes conformance suite, offline (test/conformance/README.md)
-#   make bench        minicri vs Debian containerd + runc: pod lifecycles, memory, image pull
+#   make bench        minicri vs containerd 1.6 (Debian) and 2.4 (built): pod lifecycles, memory,
+#                     110 pods + exec probes (BENCH_SCALE=0 skips), 1 GiB pull (~20 min)
 #   make vmtest-ci    a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
 #                     node shape, integration + critest subsets, minicri's systemd unit
 #                     restarted under pods, kubelet with cgroupDriver: systemd (test/vm/README.md)

@@ -71,7 +71,7 @@ func (c *creation) restoreSteps() []steps.Step {
 		{Name: "build spec", Do: c.buildSpec},
 		{Name: "nri create container", Do: c.hookCreate, Undo: c.unhookCreate},
 		{Name: "check checkpoint credentials", Do: c.checkCheckpointCreds}, // restore_creds.go
-		{Name: "write spec", Do: c.writeSpec},
+		{Name: "write spec", Do: c.writeSpecSynced},
 		{Name: "publish created", Do: c.publish},
 	}
 }

@@ -12,11 +12,12 @@ key() {
 }
 
 # ensure NAME WRAPPER_DIR LDFLAGS PKG... : prints the directory holding the built commands.
+# TOOLS_TAGS (optional): build tags, part of the key when set.
 ensure() {
-	local name=$1 wrapper=$2 ldflags="-s -w $3" k dir tmp start pkgs=() p
+	local name=$1 wrapper=$2 ldflags="-s -w $3" k dir tmp start pkgs=() p tags=${TOOLS_TAGS:-}
 	shift 3
 	pkgs=("$@")
-	k=$(key "$wrapper" "$ldflags")
+	k=$(key "$wrapper" "$ldflags${tags:+ tags=$tags}")
 	dir=$CACHE_DIR/$name-$k
 	if [ -f "$dir/.complete" ] && [ "$(cat "$dir/.complete")" = "$name-$k" ]; then
 		local ok=1
@@ -30,7 +31,7 @@ ensure() {
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/e2e-build.XXXXX")
 	log "$name: building ${pkgs[*]} (log: $LOG); the first cold build takes long"
 	start=$(date +%s)
-	if ! (cd "$wrapper" && GOFLAGS=-mod=readonly "$GO" build -trimpath -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}") >>"$LOG" 2>&1; then
+	if ! (cd "$wrapper" && GOFLAGS=-mod=readonly "$GO" build -trimpath -tags="$tags" -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}") >>"$LOG" 2>&1; then
 		tail -n 30 "$LOG" >&2
 		rm -rf "$tmp"
 		log "$name: build FAILED after $(($(date +%s) - start))s"
