@@ -22,7 +22,8 @@
 #   E2E_CLUSTER_HOOK  cluster mode: run this command (KUBECONFIG, E2E_NODE_NAME, E2E_NODE_IP,
 #                   MINICRI_LOG, KUBELET_LOG set) instead of the mode's own checks
 #   E2E_PAUSE_ON_FAIL=SECONDS  sleep after a failed check (to look around)
-#   E2E_FEATURE_GATES  kubelet feature gates, "Name=true,Other=false" (default none); with
+#   E2E_FEATURE_GATES  kubelet feature gates, "Name=true,Other=false" (default: ContainerCheckpoint=true,
+#                   which ckpt.sh uses; =false skips that case); with
 #                   EventedPLEG=true the standalone mode also checks that the kubelet took the CRI's
 #                   event stream and pod statuses (no fallback, no per-container polling):
 #                   `make e2e-evented`
