@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/specconv"
@@ -57,7 +58,21 @@ func (r LibcontainerRestore) Create(id, bundle string, spec *specs.Spec, io Stdi
 		}
 		return nil, fmt.Errorf("criu restore: %w", err)
 	}
-	return &lcContainer{lcHandle: lcHandle{c: c}, p: p}, nil
+	// runc's Restore leaves the container's init start time unset (only Load
+	// and a started init set it), so its Signal takes the restored init for
+	// gone and sends nothing when the container has its own PID namespace (a
+	// shared one is killed through the cgroup): such a container could not be
+	// stopped. The container loaded from the state Restore saved knows it.
+	loaded, err := libcontainer.Load(r.Root, id)
+	if err != nil {
+		_ = p.Signal(syscall.SIGKILL)
+		_, _ = p.Wait()
+		if derr := c.Destroy(); derr != nil {
+			err = errors.Join(err, fmt.Errorf("destroy after a failed load: %w", derr))
+		}
+		return nil, fmt.Errorf("load the restored container: %w", err)
+	}
+	return &lcContainer{lcHandle: lcHandle{c: loaded}, p: p}, nil
 }
 
 // Load implements Runtime.

@@ -6,20 +6,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minicri/minicri/test/registry/fixture"
 )
 
 // counterScript counts every 100 ms to its log and to /count; it writes
@@ -101,13 +97,14 @@ func TestRestoreContainerFromArchive(t *testing.T) {
 	if n, err := strconv.Atoi(i.execOut(t, id, "cat", "/count")); err != nil || n < after {
 		t.Errorf("/count in the restored container: %d %v", n, err)
 	}
-	// Stop and exit work as for any container: busybox sh as PID 1 ignores
-	// SIGTERM, so the monitor SIGKILLs it.
+	// Stop and exit work as for any container: the stop signal reaches it
+	// (in the pod's PID namespace, sh is not PID 1, so SIGTERM ends it: 143,
+	// as TestContainerLifecycleLogsAndLeaks's; 137 meant the SIGTERM was never sent).
 	if _, err := i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if st := i.waitExited(t, id, 10*time.Second); st.ExitCode != 137 {
-		t.Errorf("restored container exit code %d, want 137", st.ExitCode)
+	if st := i.waitExited(t, id, 10*time.Second); st.ExitCode != 143 {
+		t.Errorf("restored container exit code %d, want 143 (SIGTERM)", st.ExitCode)
 	}
 	i.stopRemove(t, podB)
 	i.assertCtrGone(t, id)
@@ -247,18 +244,10 @@ func TestRestoreFromCheckpointImage(t *testing.T) {
 	after := lastCount(t, i.ctrStatus(t, src).LogPath)
 	i.stopRemove(t, podA)
 
-	layer, err := tarball.LayerFromFile(archive)
+	img, err := fixture.CheckpointImage(archive, "counter")
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(mutate.ConfigMediaType(empty.Image, types.OCIConfigJSON), types.OCIManifestSchema1), layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, _ := img.ConfigFile()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	img, _ = mutate.ConfigFile(img, cf)
-	img = mutate.Annotations(img, map[string]string{"io.kubernetes.cri-o.annotations.checkpoint.name": "counter"}).(v1.Image)
 	ref := "registry.k8s.io/minicri-it/checkpoint-counter:" + strconv.Itoa(os.Getpid())
 	registryURL(t)
 	if err := registry.srv.Push(ref, img); err != nil {
