@@ -1,6 +1,6 @@
 // Command minicri is a Kubernetes CRI v1 runtime. The same binary is the
-// daemon, `minicri config`, and the per-pod monitor (`minicri monitor`,
-// started by the daemon).
+// daemon, `minicri config`, and the per-pod monitor's short-lived helper
+// (`minicri monitor-helper`, started by minicri-monitor).
 package main
 
 import (
@@ -14,8 +14,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "monitor" {
-		os.Exit(monitor.Main(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == "monitor-helper" {
+		os.Exit(monitor.HelperMain(os.Args[2:]))
 	}
 	fs := flag.NewFlagSet("minicri", flag.ExitOnError)
 	cfgPath := fs.String("config", config.DefaultPath, "config file (TOML)")
