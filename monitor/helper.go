@@ -18,9 +18,9 @@ import (
 // The pod's monitor is two programs. The long-lived one is minicri-monitor
 // (C, cmd/minicri-monitor): it reaps, holds the containers' stdio, writes
 // their CRI logs and exit records, serves attach and kill. Everything that
-// creates processes or resolves paths is done by a short-lived helper, this
-// binary as `minicri monitor-helper DIR`, which minicri-monitor forks per
-// request: the processes the helper starts re-parent to minicri-monitor (a
+// creates processes or resolves paths is done by a short-lived helper,
+// `minicri-monitor-helper DIR` (cmd/minicri-monitor-helper), which
+// minicri-monitor forks per request: the processes the helper starts re-parent to minicri-monitor (a
 // child subreaper) when it exits. The two talk on fd 3, a SOCK_SEQPACKET
 // socketpair: one helperMsg in, one answer (lines and descriptors) out.
 
@@ -95,11 +95,11 @@ func (a *answer) send() error {
 	return unix.Sendmsg(helperFD, []byte(strings.Join(a.lines, "\n")+"\n"), oob, nil, 0)
 }
 
-// HelperMain is `minicri monitor-helper DIR`, run by minicri-monitor.
+// HelperMain is `minicri-monitor-helper DIR`, run by minicri-monitor.
 func HelperMain(args []string) int {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("helper", os.Getpid())
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: minicri monitor-helper DIR (run by minicri-monitor)")
+		fmt.Fprintln(os.Stderr, "usage: minicri-monitor-helper DIR (run by minicri-monitor)")
 		return 2
 	}
 	unix.CloseOnExec(helperFD) // the processes it starts must not hold the monitor's socket

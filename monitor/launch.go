@@ -25,12 +25,15 @@ type ready struct {
 	State State  `json:"state"`
 }
 
-// BinaryName is the long-lived monitor's program, next to minicri's.
-const BinaryName = "minicri-monitor"
+// The monitor's programs, next to minicri's: the long-lived monitor and
+// its short-lived helper.
+const (
+	BinaryName       = "minicri-monitor"
+	HelperBinaryName = "minicri-monitor-helper"
+)
 
 // Launch starts a detached monitor for spec and waits until its pause runs.
-// exe is minicri's own binary (the monitor runs it as its helper); the
-// monitor is minicri-monitor next to it. The monitor forks once and its
+// exe is minicri's own binary: the monitor and its helper are next to it. The monitor forks once and its
 // parent exits, so it is re-parented away from the daemon and lives in a
 // session of its own.
 func Launch(ctx context.Context, exe string, spec Spec) (State, error) {
@@ -52,7 +55,8 @@ func Launch(ctx context.Context, exe string, spec Spec) (State, error) {
 		return State{}, fmt.Errorf("monitor ready pipe: %w", err)
 	}
 	defer r.Close()
-	cmd := exec.Command(filepath.Join(filepath.Dir(exe), BinaryName), exe, spec.Dir)
+	bin := filepath.Dir(exe)
+	cmd := exec.Command(filepath.Join(bin, BinaryName), filepath.Join(bin, HelperBinaryName), spec.Dir)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{w, dir} // fd 3: readiness, fd 4: its directory
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -1,5 +1,4 @@
-/* minicri-monitor: running the short-lived Go helper, `HELPER monitor-helper
- * DIR` with fd 3 one end of a SOCK_SEQPACKET socketpair. The monitor sends
+/* minicri-monitor: running the short-lived Go helper, `HELPER DIR` with fd 3 one end of a SOCK_SEQPACKET socketpair. The monitor sends
  * one message, {"req":<request>,"ctx":<container context|null>[,"code":N]};
  * the helper answers with one message of "key value" lines (error, pid, ctx,
  * runtime, state, ref, pod, resp, oom, tty, stdin_once, started, oombase,
@@ -39,7 +38,7 @@ int helper_spawn(struct buf *msg, struct conn *c, const char *id, helper_done fn
 		signal(SIGPIPE, SIG_DFL);
 		if (dup2(sv[1], 3) != 3)
 			_exit(127);
-		char *argv[] = {"minicri", "monitor-helper", (char *)mon_dir, NULL};
+		char *argv[] = {"minicri-monitor-helper", (char *)mon_dir, NULL};
 		execv(helper_exe, argv);
 		_exit(127);
 	}

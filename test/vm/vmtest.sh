@@ -62,7 +62,7 @@ SKIP_STEP=critest-vm-full
 mkdir -p "$BIN"
 # Older binary directories of this VMTEST_OUT (a concurrent run uses another VMTEST_OUT).
 find "$VMTEST_OUT" -maxdepth 1 -name 'bin-*' ! -path "$BIN" -exec rm -rf {} + 2>/dev/null || true
-for f in minicri minicri-pause; do
+for f in minicri minicri-pause minicri-monitor minicri-monitor-helper; do
 	[ -x "$VM_ROOT/bin/$f" ] || vm_die "build first (make build): no $VM_ROOT/bin/$f"
 	cp "$VM_ROOT/bin/$f" "$BIN/$f"
 done
