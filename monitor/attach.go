@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-
 )
 
 // Attach sessions. After the OpAttach request line and a response line
@@ -35,7 +34,6 @@ const (
 
 // maxFrame bounds a frame's payload.
 const maxFrame = 64 << 10
-
 
 func writeFrame(w io.Writer, kind byte, data []byte) error {
 	buf := make([]byte, 5+len(data))

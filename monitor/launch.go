@@ -16,10 +16,7 @@ import (
 	"github.com/minicri/minicri/internal/proc"
 )
 
-// readyFD is the descriptor on which a starting monitor reports readiness.
-const readyFD = 3
-
-// ready is the single line a monitor writes on readyFD.
+// ready is the single line a monitor writes on its fd 3.
 type ready struct {
 	Error string `json:"error,omitempty"`
 	State State  `json:"state"`
