@@ -186,6 +186,16 @@ func TestMonitorKilledAfterALineKeepsIt(t *testing.T) {
 	if strings.Join(got, "|") != "stdout F first|stderr F second" {
 		t.Fatalf("log after the monitor's kill: %q", got)
 	}
+	// The kernel takes a moment to finish the killed process: a connection
+	// made meanwhile is reset rather than refused.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st, _ := i.status(t, podID); st.State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pod with a killed monitor still ready after 10 s")
+		}
+	}
 	if _, err := i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
 		t.Fatalf("stop without a monitor: %v", err)
 	}
