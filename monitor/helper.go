@@ -176,6 +176,8 @@ func podStart(dir string, a *answer, log *slog.Logger) (err error) {
 	// Out of the daemon's systemd service, so that its restart spares it.
 	if err := cgdriver.PlaceMonitor(spec.PodID, mon); err != nil {
 		log.Warn("monitor stays in the daemon's service: stopping the service would kill it", "pod", spec.PodID, "err", err)
+	} else if err := followMonitor(mon); err != nil {
+		log.Warn("the pause starts in the daemon's service", "pod", spec.PodID, "err", err)
 	}
 	cmd, err := startPause(spec.Pause, log)
 	if err != nil {

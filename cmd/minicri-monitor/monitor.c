@@ -520,6 +520,11 @@ static void stop_check(void)
 		if (done) {
 			reply_pause(c);
 			stopping = 1;
+			/* No new requests: a late one is refused rather than left unanswered. */
+			unlinkat(DIR_FD, "monitor.sock", 0);
+			if (listen_fd >= 0)
+				close(listen_fd);
+			listen_fd = -1;
 			for (struct conn *a = conns; a; a = a->next)
 				if (a->state == C_ATTACH)
 					a->dead = 1;
@@ -969,7 +974,7 @@ static void loop(void)
 			}
 		}
 #define ADD(f, ev, k, ptr) (pfd[n] = (struct pollfd){.fd = (f), .events = (ev)}, ref[n++] = (struct pref){(k), (ptr)})
-		if (!stopping)
+		if (listen_fd >= 0)
 			ADD(listen_fd, POLLIN, P_LISTEN, NULL);
 		ADD(sig_fd, POLLIN, P_SIG, NULL);
 		for (struct conn *c = conns; c; c = c->next) {
