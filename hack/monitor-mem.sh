@@ -33,3 +33,20 @@ print(f"per pod (total, workload excluded): {(mn['total_kib']-m0['total_kib'])/p
 mon = mn["roles"].get("helpers", {}); pau = mn["roles"].get("pause", {})
 print(f"per pod (monitor + pause): {(mon.get('pss_kib',0)+pau.get('pss_kib',0))/pods/1024:.2f} MiB")
 PY
+
+# One pod and container through crictl: the monitor's RSS and threads.
+cat >"$OUT/pod.json" <<JSON
+{"metadata":{"name":"monmem","namespace":"default","uid":"monmem-1","attempt":0},"log_directory":"$OUT/logs","linux":{"cgroup_parent":"$INSTANCE_CGROUP"}}
+JSON
+cat >"$OUT/ctr.json" <<'JSON'
+{"metadata":{"name":"sleep"},"image":{"image":"registry.k8s.io/e2e-test-images/busybox:1.36.1-1"},"command":["sleep","3600"],"log_path":"sleep.log","linux":{}}
+JSON
+pod=$(instance_crictl runp "$OUT/pod.json")
+ctr=$(instance_crictl create "$pod" "$OUT/ctr.json" "$OUT/pod.json")
+instance_crictl start "$ctr" >/dev/null
+mon=$(instance_crictl inspectp "$pod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["info"]["monitorPid"])')
+echo "one monitor (pid $mon, $(readlink "/proc/$mon/exe")):"
+grep -E '^(VmRSS|RssAnon|RssFile|Threads):' "/proc/$mon/status" | tr -s ' \t' ' ' | sed 's/^/  /'
+echo "  Pss: $(awk '/^Pss:/ {print $2 " kB"}' "/proc/$mon/smaps_rollup")"
+instance_crictl rm -f "$ctr" >/dev/null
+instance_crictl rmp -f "$pod" >/dev/null
