@@ -74,8 +74,8 @@ bin/minicri-monitor-helper: FORCE | deps
 MONITOR_SRC := $(wildcard cmd/minicri-monitor/*.c cmd/minicri-monitor/*.h)
 bin/minicri-monitor: $(MONITOR_SRC) | deps
 	@mkdir -p bin
-	gcc -static -O2 -s -Wall -Wextra -Werror -Wformat -Wformat-security -D_FORTIFY_SOURCE=2 \
-		-fstack-protector-strong -fstack-clash-protection -o $@ $(filter %.c,$^)
+	gcc -static-pie -fPIE -O2 -s -Wall -Wextra -Werror -Wformat -Wformat-security -D_FORTIFY_SOURCE=2 \
+		-fstack-protector-strong -fstack-clash-protection -Wl,-z,relro,-z,now -o $@ $(filter %.c,$^)
 
 run: build
 	@[ "$$(id -u)" = 0 ] || { echo "make run: minicri needs root" >&2; exit 1; }
