@@ -3,7 +3,7 @@
 # everything): boots the VM lab, runs the steps below in the guest
 # one after the other (each timed, all run even after a failure), stops the guest and
 # exits 1 if any step failed. Binaries are built on the host (by make: bin/minicri,
-# bin/minicri-pause; here: the integration test binary) and only run in the guest.
+# bin/minicri-pause, bin/minicri-monitor, bin/minicri-monitor-helper; here: the integration test binary) and only run in the guest.
 #
 # Adding a step is one line in STEPS: "name|command run in the guest from the checkout".
 #
