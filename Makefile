@@ -59,7 +59,7 @@ deps:
 
 # ---- build -----------------------------------------------------------------
 
-build: bin/minicri bin/minicri-pause
+build: bin/minicri bin/minicri-pause bin/minicri-monitor bin/minicri-monitor-helper
 
 bin/minicri: FORCE | deps
 	CGO_ENABLED=1 $(GO) build -tags '$(GOTAGS)' -o $@ ./cmd/minicri
@@ -67,6 +67,16 @@ bin/minicri: FORCE | deps
 bin/minicri-pause: cmd/minicri-pause/pause.c | deps
 	@mkdir -p bin
 	gcc -static -Os -s -o $@ $<
+
+bin/minicri-monitor-helper: FORCE | deps
+	CGO_ENABLED=1 $(GO) build -tags '$(GOTAGS)' -o $@ ./cmd/minicri-monitor-helper
+
+# The long-lived per-pod monitor (C); its short-lived Go helper is bin/minicri-monitor-helper.
+MONITOR_SRC := $(wildcard cmd/minicri-monitor/*.c cmd/minicri-monitor/*.h)
+bin/minicri-monitor: $(MONITOR_SRC) | deps
+	@mkdir -p bin
+	gcc -static-pie -fPIE -O2 -s -Wall -Wextra -Werror -Wformat -Wformat-security -D_FORTIFY_SOURCE=2 \
+		-fstack-protector-strong -fstack-clash-protection -Wl,-z,relro,-z,now -o $@ $(filter %.c,$^)
 
 run: build
 	@[ "$$(id -u)" = 0 ] || { echo "make run: minicri needs root" >&2; exit 1; }
@@ -206,10 +216,10 @@ CRICTL_YAML := $(DESTDIR)/etc/crictl.yaml
 SYSTEMCTL    = if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl $(1); fi
 
 install:
-	@for f in bin/minicri bin/minicri-pause; do \
+	@for f in bin/minicri bin/minicri-pause bin/minicri-monitor bin/minicri-monitor-helper; do \
 		[ -x $$f ] || { echo "make install: $$f missing: run make build first" >&2; exit 1; }; done
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSTEMD_DIR) $(DESTDIR)/etc/minicri
-	for f in minicri minicri-pause; do \
+	for f in minicri minicri-pause minicri-monitor minicri-monitor-helper; do \
 		install -m 0755 bin/$$f $(DESTDIR)$(BINDIR)/.$$f.new && mv -f $(DESTDIR)$(BINDIR)/.$$f.new $(DESTDIR)$(BINDIR)/$$f; done
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/minicri.service >$(UNIT).new && chmod 0644 $(UNIT).new && mv -f $(UNIT).new $(UNIT)
 	@if [ -e $(CONFIG) ]; then echo "keeping $(CONFIG)"; else \
@@ -232,7 +242,7 @@ uninstall:
 		echo "rm $(CRICTL_YAML)"; rm -f $(CRICTL_YAML); \
 	elif [ -e $(CRICTL_YAML) ]; then echo "keeping $(CRICTL_YAML) (not minicri's)"; fi
 	-rmdir $(DESTDIR)/etc/minicri 2>/dev/null
-	rm -f $(UNIT) $(DESTDIR)$(BINDIR)/minicri $(DESTDIR)$(BINDIR)/minicri-pause
+	rm -f $(UNIT) $(DESTDIR)$(BINDIR)/minicri $(DESTDIR)$(BINDIR)/minicri-pause $(DESTDIR)$(BINDIR)/minicri-monitor $(DESTDIR)$(BINDIR)/minicri-monitor-helper
 	@$(call SYSTEMCTL,daemon-reload)
 
 # ---- clean -----------------------------------------------------------------
