@@ -72,6 +72,7 @@ func (c *creation) restoreSteps() []steps.Step {
 		{Name: "build spec", Do: c.buildSpec},
 		{Name: "nri create container", Do: c.hookCreate, Undo: c.unhookCreate},
 		{Name: "check checkpoint credentials", Do: c.checkCheckpointCreds}, // restore_creds.go
+		{Name: "check checkpoint mounts", Do: c.checkCheckpointMounts},     // restore_mounts.go
 		{Name: "write spec", Do: c.writeSpec},
 		{Name: "publish created", Do: c.publish},
 	}

@@ -1,18 +1,25 @@
 package integration
 
 import (
+	"archive/tar"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/checkpoint-restore/go-criu/v8/crit"
+	"github.com/checkpoint-restore/go-criu/v8/crit/images/mnt"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -177,4 +184,179 @@ func gnuTar(t *testing.T, out, dir string, names ...string) {
 	if b, err := exec.Command("tar", args...).CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v: %s", err, b)
 	}
+}
+
+// TestRestoreAttackMountImage: CRIU rebuilds the container's mount tree
+// from mountpoints-*.img, whatever the spec says. An archive whose image
+// leaves /proc/sys writable (a root container then writes
+// kernel.core_pattern: the host), drops a masked path, stacks a second
+// procfs over the masks, shows /proc/sys's contents at /proc, or adds a
+// mount the spec has none of (binfmt_misc) is refused: FailedPrecondition.
+func TestRestoreAttackMountImage(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	podA, cfgA := i.podWithLogs(t, "mnt-src")
+	_, infA := i.status(t, podA)
+	src := i.run(t, podA, cfgA, inNamespace(ctrConfig("sleeper", `while true; do sleep 1; done`), "it"))
+	time.Sleep(300 * time.Millisecond)
+	archive := filepath.Join(t.TempDir(), "sleeper.tar")
+	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
+		t.Fatalf("CheckpointContainer: %v", err)
+	}
+	i.stopRemove(t, podA)
+	at := func(ms []*mnt.MntEntry, mp string) *mnt.MntEntry {
+		for _, m := range ms {
+			if m.GetMountpoint() == mp {
+				return m
+			}
+		}
+		t.Fatalf("no mount at %s in the checkpoint", mp)
+		return nil
+	}
+	procfs := func(ms []*mnt.MntEntry, mp, root string) *mnt.MntEntry {
+		m := proto.Clone(at(ms, "/proc")).(*mnt.MntEntry)
+		m.MntId, m.Mountpoint, m.Root = proto.Uint32(9999), proto.String(mp), proto.String(root)
+		return m
+	}
+	attacks := map[string]func([]*mnt.MntEntry) []*mnt.MntEntry{
+		"rw /proc/sys": func(ms []*mnt.MntEntry) []*mnt.MntEntry {
+			m := at(ms, "/proc/sys")
+			m.Flags = proto.Uint32(m.GetFlags() &^ unix.MS_RDONLY)
+			return ms
+		},
+		"unmasked /proc/keys": func(ms []*mnt.MntEntry) []*mnt.MntEntry {
+			return slices.DeleteFunc(ms, func(m *mnt.MntEntry) bool { return m.GetMountpoint() == "/proc/keys" })
+		},
+		"procfs over the masks": func(ms []*mnt.MntEntry) []*mnt.MntEntry {
+			return append(ms, procfs(ms, "/proc", "/"))
+		},
+		"/proc/sys at /proc": func(ms []*mnt.MntEntry) []*mnt.MntEntry {
+			at(ms, "/proc").Root = proto.String("/sys")
+			return ms
+		},
+		"binfmt_misc": func(ms []*mnt.MntEntry) []*mnt.MntEntry {
+			m := procfs(ms, "/mnt", "/")
+			m.Fstype, m.Source, m.Flags = proto.Uint32(uint32(mnt.Fstype_BINFMT_MISC)), proto.String("binfmt_misc"), proto.Uint32(0)
+			return append(ms, m)
+		},
+	}
+	podB, cfgB := i.podWithLogs(t, "mnt-dst")
+	_, infB := i.status(t, podB)
+	for name, attack := range attacks {
+		tampered := tamperArchive(t, archive, func(file string, data []byte) []byte {
+			if !strings.HasPrefix(file, "checkpoint/mountpoints-") {
+				return data
+			}
+			return editMounts(t, data, attack)
+		})
+		cfg := inNamespace(ctrConfig("sleeper", "true"), "it")
+		cfg.Image.Image = tampered
+		resp, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podB, Config: cfg, SandboxConfig: cfgB})
+		if err != nil {
+			if c := status.Code(err); c != codes.FailedPrecondition {
+				t.Errorf("%s: %v, want FailedPrecondition", name, err)
+			}
+			t.Logf("%s: refused: %v", name, err)
+			continue
+		}
+		t.Errorf("%s: a checkpoint with this mount image was accepted", name)
+		if name == "rw /proc/sys" {
+			if _, err := i.rt.StartContainer(ctx(t), &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err == nil {
+				for _, l := range strings.Split(i.execOut(t, resp.ContainerId, "cat", "/proc/self/mountinfo"), "\n") {
+					if f := strings.Fields(l); len(f) > 5 && f[4] == "/proc/sys" && strings.HasPrefix(f[5], "rw") {
+						t.Errorf("restored container has /proc/sys writable: %s", l)
+					}
+				}
+			}
+		}
+		i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: resp.ContainerId})
+		i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: resp.ContainerId})
+	}
+	i.stopRemove(t, podB)
+	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
+}
+
+// tamperArchive rewrites the archive's entries through edit.
+func tamperArchive(t *testing.T, path string, edit func(string, []byte) []byte) string {
+	t.Helper()
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out := filepath.Join(t.TempDir(), "tampered.tar")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, tw := tar.NewReader(in), tar.NewWriter(f)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			data = edit(strings.TrimPrefix(hdr.Name, "./"), data)
+			hdr.Size = int64(len(data))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// editMounts decodes a mountpoints image, edits each entry and encodes it.
+func editMounts(t *testing.T, data []byte, edit func([]*mnt.MntEntry) []*mnt.MntEntry) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.img"), filepath.Join(dir, "out.img")
+	if err := os.WriteFile(in, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fi.Close()
+	img, err := crit.New(fi, nil, "", false, false).Decode(&mnt.MntEntry{})
+	if err != nil {
+		t.Fatalf("decode mountpoints: %v", err)
+	}
+	var ms []*mnt.MntEntry
+	for _, e := range img.Entries {
+		ms = append(ms, e.Message.(*mnt.MntEntry))
+	}
+	ms = edit(ms)
+	img.Entries = img.Entries[:0]
+	for _, m := range ms {
+		img.Entries = append(img.Entries, &crit.CriuEntry{Message: m})
+	}
+	fo, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fo.Close()
+	if err := crit.New(nil, fo, "", false, false).Encode(img); err != nil {
+		t.Fatalf("encode mountpoints: %v", err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
