@@ -3,6 +3,7 @@ package container
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,14 +78,15 @@ func checkMountTree(ms []*mnt.MntEntry, spec *specs.Spec) error {
 			return fmt.Errorf("mount at %s, which the container's spec does not mount", mp)
 		}
 		ext := m.GetExtKey() != "" || m.GetExtMount()
+		typ := fstypeOfEntry(m)
 		switch {
 		case ext && !rule.external:
 			return fmt.Errorf("external mount at %s, where the spec mounts %v", mp, rule.fstypes)
-		case !ext && !slices.Contains(rule.fstypes, mnt.Fstype(m.GetFstype())):
-			return fmt.Errorf("%s mount at %s, where the spec allows %v", mnt.Fstype(m.GetFstype()), mp, rule.fstypes)
+		case !ext && !slices.Contains(rule.fstypes, typ):
+			return fmt.Errorf("%s mount at %s, where the spec allows %v", typ, mp, rule.fstypes)
 		case !ext && rule.root != "" && m.GetRoot() != rule.root:
 			return fmt.Errorf("mount at %s shows %s of its filesystem, not %s", mp, m.GetRoot(), rule.root)
-		case rule.ro && m.GetFlags()&unix.MS_RDONLY == 0 && (!rule.rwTmpfs || ext || mnt.Fstype(m.GetFstype()) != mnt.Fstype_TMPFS):
+		case rule.ro && m.GetFlags()&unix.MS_RDONLY == 0 && (!rule.rwTmpfs || ext || typ != mnt.Fstype_TMPFS):
 			return fmt.Errorf("mount at %s is writable; the spec mounts it read-only", mp)
 		}
 	}
@@ -97,6 +99,15 @@ func checkMountTree(ms []*mnt.MntEntry, spec *specs.Spec) error {
 		}
 	}
 	return nil
+}
+
+// fstypeOfEntry is the entry's type; a number beyond the enum is
+// UNSUPPORTED (allowed nowhere but on external mounts).
+func fstypeOfEntry(m *mnt.MntEntry) mnt.Fstype {
+	if v := m.GetFstype(); v <= math.MaxInt32 {
+		return mnt.Fstype(v)
+	}
+	return mnt.Fstype_UNSUPPORTED
 }
 
 // kernelPath: /proc and /sys paths are the same kernel's in the container

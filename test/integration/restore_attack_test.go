@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/checkpoint-restore/go-criu/v8/crit"
+	"github.com/checkpoint-restore/go-criu/v8/crit/images/cgroup"
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/mnt"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -353,6 +354,115 @@ func editMounts(t *testing.T, data []byte, edit func([]*mnt.MntEntry) []*mnt.Mnt
 	defer fo.Close()
 	if err := crit.New(nil, fo, "", false, false).Encode(img); err != nil {
 		t.Fatalf("encode mountpoints: %v", err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRestoreAttackCgroupImage: CRIU puts the restored tasks in the
+// cgroups cgroup.img names, joined to its own mount of each hierarchy. A
+// path with ".." climbs out of that mount into the host's file system:
+// "/../../sys/fs/cgroup/memory" is the host's root cgroup (no memory or
+// pids limit, and with cgroup v1 every device), and CRIU writes there as
+// root. Refused.
+func TestRestoreAttackCgroupImage(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	podA, cfgA := i.podWithLogs(t, "cg-src")
+	_, infA := i.status(t, podA)
+	src := i.run(t, podA, cfgA, inNamespace(ctrConfig("sleeper", `while true; do sleep 1; done`), "it"))
+	time.Sleep(300 * time.Millisecond)
+	archive := filepath.Join(t.TempDir(), "sleeper.tar")
+	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
+		t.Fatalf("CheckpointContainer: %v", err)
+	}
+	i.stopRemove(t, podA)
+	tampered := tamperArchive(t, archive, func(file string, data []byte) []byte {
+		if !strings.HasPrefix(file, "checkpoint/cgroup.img") {
+			return data
+		}
+		return editImage(t, data, &cgroup.CgroupEntry{}, func(m proto.Message) {
+			for _, set := range m.(*cgroup.CgroupEntry).GetSets() {
+				for _, c := range set.GetCtls() {
+					// Out of CRIU's cgroup yard, down the host's
+					// /sys/fs/cgroup into the test instance's parent
+					// cgroup (not the host's root: the test touches only
+					// cgroups it made); an attacker would name "/".
+					dir := map[string]string{"": "unified", "name=systemd": "systemd"}[c.GetName()]
+					if dir == "" {
+						dir = c.GetName()
+					}
+					c.Path = proto.String(strings.Repeat("/..", 20) + "/sys/fs/cgroup/" + dir + filepath.Dir(c.GetPath()))
+				}
+			}
+		})
+	})
+	podB, cfgB := i.podWithLogs(t, "cg-dst")
+	_, infB := i.status(t, podB)
+	// The genuine archive restores into the new container's cgroups.
+	genuine := inNamespace(ctrConfig("genuine", "true"), "it")
+	genuine.Image.Image = archive
+	gid := i.create(t, podB, cfgB, genuine)
+	i.startCtr(t, gid)
+	for _, l := range strings.Split(i.execOut(t, gid, "cat", "/proc/1/cgroup"), "\n") {
+		if !strings.Contains(l, gid) {
+			t.Errorf("restored init of the genuine archive is not in its container's cgroup: %s", l)
+		}
+	}
+	cfg := inNamespace(ctrConfig("sleeper", "true"), "it")
+	cfg.Image.Image = tampered
+	resp, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podB, Config: cfg, SandboxConfig: cfgB})
+	if err == nil {
+		t.Errorf("a checkpoint whose cgroup image climbs out of the container's cgroup was accepted")
+		if _, err := i.rt.StartContainer(ctx(t), &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err == nil {
+			for _, l := range strings.Split(i.execOut(t, resp.ContainerId, "cat", "/proc/1/cgroup"), "\n") {
+				if !strings.Contains(l, resp.ContainerId) {
+					t.Errorf("restored init's cgroup is not the container's: %s", l)
+				}
+			}
+		} else {
+			t.Logf("start: %v", err)
+		}
+	} else if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("tampered cgroup image: %v, want FailedPrecondition", err)
+	} else {
+		t.Logf("refused: %v", err)
+	}
+	i.stopRemove(t, podB)
+	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
+}
+
+// editImage decodes a one-entry CRIU image of type typ, edits the entry
+// and encodes it.
+func editImage(t *testing.T, data []byte, typ proto.Message, edit func(proto.Message)) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.img"), filepath.Join(dir, "out.img")
+	if err := os.WriteFile(in, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fi.Close()
+	img, err := crit.New(fi, nil, "", false, false).Decode(typ)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	for _, e := range img.Entries {
+		edit(e.Message)
+	}
+	fo, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fo.Close()
+	if err := crit.New(nil, fo, "", false, false).Encode(img); err != nil {
+		t.Fatalf("encode: %v", err)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
