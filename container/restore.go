@@ -73,7 +73,6 @@ func (c *creation) restoreSteps() []steps.Step {
 		{Name: "nri create container", Do: c.hookCreate, Undo: c.unhookCreate},
 		{Name: "check checkpoint credentials", Do: c.checkCheckpointCreds}, // restore_creds.go
 		{Name: "check checkpoint mounts", Do: c.checkCheckpointMounts},     // restore_mounts.go
-		{Name: "check checkpoint cgroups", Do: c.checkCheckpointCgroups},   // restore_cgroups.go
 		{Name: "write spec", Do: c.writeSpec},
 		{Name: "publish created", Do: c.publish},
 	}

@@ -367,7 +367,8 @@ func editMounts(t *testing.T, data []byte, edit func([]*mnt.MntEntry) []*mnt.Mnt
 // path with ".." climbs out of that mount into the host's file system:
 // "/../../sys/fs/cgroup/memory" is the host's root cgroup (no memory or
 // pids limit, and with cgroup v1 every device), and CRIU writes there as
-// root. Refused.
+// root. The image's cgroups are ignored: the task stays in the
+// container's.
 func TestRestoreAttackCgroupImage(t *testing.T) {
 	i := newInstance(t, withRegistry())
 	i.pull(t, busybox)
@@ -407,29 +408,34 @@ func TestRestoreAttackCgroupImage(t *testing.T) {
 	genuine.Image.Image = archive
 	gid := i.create(t, podB, cfgB, genuine)
 	i.startCtr(t, gid)
-	for _, l := range strings.Split(i.execOut(t, gid, "cat", "/proc/1/cgroup"), "\n") {
+	for _, l := range restoredCgroups(t, i, gid) {
 		if !strings.Contains(l, gid) {
-			t.Errorf("restored init of the genuine archive is not in its container's cgroup: %s", l)
+			t.Errorf("restored task of the genuine archive is not in its container's cgroup: %s", l)
 		}
+	}
+	// The tampered archive's task takes the same pid in the pod.
+	if _, err := i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: gid}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: gid}); err != nil {
+		t.Fatal(err)
 	}
 	cfg := inNamespace(ctrConfig("sleeper", "true"), "it")
 	cfg.Image.Image = tampered
+	// Refused, or restored into the container's own cgroups (minicri has
+	// CRIU ignore the image's cgroups): never elsewhere.
 	resp, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podB, Config: cfg, SandboxConfig: cfgB})
 	if err == nil {
-		t.Errorf("a checkpoint whose cgroup image climbs out of the container's cgroup was accepted")
-		if _, err := i.rt.StartContainer(ctx(t), &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err == nil {
-			for _, l := range strings.Split(i.execOut(t, resp.ContainerId, "cat", "/proc/1/cgroup"), "\n") {
+		if _, err = i.rt.StartContainer(ctx(t), &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err == nil {
+			for _, l := range restoredCgroups(t, i, resp.ContainerId) {
 				if !strings.Contains(l, resp.ContainerId) {
-					t.Errorf("restored init's cgroup is not the container's: %s", l)
+					t.Errorf("restored task's cgroup is not the container's: %s", l)
 				}
 			}
-		} else {
-			t.Logf("start: %v", err)
 		}
-	} else if status.Code(err) != codes.FailedPrecondition {
-		t.Errorf("tampered cgroup image: %v, want FailedPrecondition", err)
-	} else {
-		t.Logf("refused: %v", err)
+	}
+	if err != nil && status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("tampered cgroup image: %v, want FailedPrecondition or a contained restore", err)
 	}
 	i.stopRemove(t, podB)
 	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
@@ -469,4 +475,16 @@ func editImage(t *testing.T, data []byte, typ proto.Message, edit func(proto.Mes
 		t.Fatal(err)
 	}
 	return b
+}
+
+// restoredCgroups are the cgroup lines of the restored sleeper: pid 2 of
+// the pod's PID namespace, as it was checkpointed (pid 1 is the pause).
+func restoredCgroups(t *testing.T, i *instance, id string) []string {
+	t.Helper()
+	out := i.execOut(t, id, "sh", "-c", "cat /proc/2/cmdline; echo; cat /proc/2/cgroup")
+	lines := strings.Split(out, "\n")
+	if !strings.Contains(lines[0], "while") {
+		t.Fatalf("pid 2 is not the restored sleeper: %q", out)
+	}
+	return lines[1:]
 }
