@@ -16,6 +16,8 @@ import (
 
 	"github.com/checkpoint-restore/go-criu/v8/crit"
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/cgroup"
+	"github.com/checkpoint-restore/go-criu/v8/crit/images/creds"
+	criucore "github.com/checkpoint-restore/go-criu/v8/crit/images/criu-core"
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/mnt"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -487,4 +489,78 @@ func restoredCgroups(t *testing.T, i *instance, id string) []string {
 		t.Fatalf("pid 2 is not the restored sleeper: %q", out)
 	}
 	return lines[1:]
+}
+
+// TestRestoreAttackCredsToRoot: CRIU restores uids, gids, groups and
+// capabilities from core-*.img. A container running as uid 1000 with
+// no_new_privs can never become root nor join a group (no setuid binary
+// helps it); an archive whose tasks are uid 0 with the default capabilities
+// (all within the bounding set, CAP_SETUID included) or in group 6 (disk)
+// would restore so into it. Refused. (The source runs as root: CRIU cannot
+// dump another user's task here, root lacking CAP_SYS_RESOURCE.)
+func TestRestoreAttackCredsToRoot(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	podA, cfgA := i.podWithLogs(t, "creds-src")
+	_, infA := i.status(t, podA)
+	nonRoot := func(cfg *runtimeapi.ContainerConfig) *runtimeapi.ContainerConfig {
+		cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
+			RunAsUser: &runtimeapi.Int64Value{Value: 1000}, RunAsGroup: &runtimeapi.Int64Value{Value: 1000}, NoNewPrivs: true,
+		}
+		return inNamespace(cfg, "it")
+	}
+	src := i.run(t, podA, cfgA, inNamespace(ctrConfig("sleeper", `while true; do sleep 1; done`), "it"))
+	time.Sleep(300 * time.Millisecond)
+	archive := filepath.Join(t.TempDir(), "sleeper.tar")
+	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
+		t.Fatalf("CheckpointContainer: %v", err)
+	}
+	i.stopRemove(t, podA)
+	ids := func(c *creds.CredsEntry, uid, gid uint32) {
+		c.Uid, c.Euid, c.Suid, c.Fsuid = proto.Uint32(uid), proto.Uint32(uid), proto.Uint32(uid), proto.Uint32(uid)
+		c.Gid, c.Egid, c.Sgid, c.Fsgid = proto.Uint32(gid), proto.Uint32(gid), proto.Uint32(gid), proto.Uint32(gid)
+		c.NoNewPrivs = proto.Uint32(1)
+	}
+	attacks := map[string]func(*creds.CredsEntry){
+		"uid 0 with capabilities": func(c *creds.CredsEntry) {
+			ids(c, 0, 0)
+			c.Groups = []uint32{1000}
+			c.CapPrm, c.CapEff = c.GetCapBnd(), c.GetCapBnd()
+		},
+		"group disk": func(c *creds.CredsEntry) {
+			ids(c, 1000, 1000)
+			c.Groups = []uint32{1000, 6}
+			c.CapPrm, c.CapEff, c.CapInh, c.CapAmb = []uint32{0, 0}, []uint32{0, 0}, []uint32{0, 0}, []uint32{0, 0}
+		},
+	}
+	podB, cfgB := i.podWithLogs(t, "creds-dst")
+	_, infB := i.status(t, podB)
+	for name, attack := range attacks {
+		tampered := tamperArchive(t, archive, func(file string, data []byte) []byte {
+			if !strings.HasPrefix(file, "checkpoint/core-") {
+				return data
+			}
+			return editImage(t, data, &criucore.CoreEntry{}, func(m proto.Message) {
+				attack(m.(*criucore.CoreEntry).GetThreadCore().GetCreds())
+			})
+		})
+		cfg := nonRoot(ctrConfig("sleeper", "true"))
+		cfg.Image.Image = tampered
+		resp, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podB, Config: cfg, SandboxConfig: cfgB})
+		if err == nil {
+			t.Errorf("%s: a non-root no_new_privs container was restored from it", name)
+			i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: resp.ContainerId})
+		} else if status.Code(err) != codes.FailedPrecondition {
+			t.Errorf("%s: %v, want FailedPrecondition", name, err)
+		} else {
+			t.Logf("%s: refused: %v", name, err)
+		}
+	}
+	// The genuine archive restores (as root, as it was taken).
+	cfg := inNamespace(ctrConfig("sleeper", "true"), "it")
+	cfg.Image.Image = archive
+	id := i.create(t, podB, cfgB, cfg)
+	i.startCtr(t, id)
+	i.stopRemove(t, podB)
+	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
 }
