@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/go-archive"
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/image"
@@ -37,6 +36,8 @@ type Restore struct {
 	Dir            string    `json:"dir,omitempty"` // the checkpoint image's layer: the archive's contents
 	FromContainer  string    `json:"from_container"`
 	CheckpointedAt time.Time `json:"checkpointed_at"`
+	// metaSum is config.dump's digest as readCheckpoint checked it.
+	metaSum [32]byte
 }
 
 // isCheckpointArchive tells a CreateContainer image that names a
@@ -71,6 +72,7 @@ func (c *creation) restoreSteps() []steps.Step {
 		{Name: "build spec", Do: c.buildSpec},
 		{Name: "nri create container", Do: c.hookCreate, Undo: c.unhookCreate},
 		{Name: "check checkpoint credentials", Do: c.checkCheckpointCreds}, // restore_creds.go
+		{Name: "check checkpoint mounts", Do: c.checkCheckpointMounts},     // restore_mounts.go
 		{Name: "write spec", Do: c.writeSpecSynced},
 		{Name: "publish created", Do: c.publish},
 	}
@@ -104,11 +106,14 @@ func (c *creation) readCheckpoint(context.Context) error {
 		}
 		path, dir, walk = c.rec.Config.Image, img.Layers[0], walkDir
 	}
-	meta, err := readCheckpointMeta(path, func(fn func(*tar.Header, io.Reader) error) error { return walk(srcOf(path, dir), fn) })
+	meta, sum, err := readCheckpointMeta(path, func(fn func(*tar.Header, io.Reader) error) error { return walk(srcOf(path, dir), fn) })
 	if err != nil {
 		return err
 	}
-	c.rec.Restore = &Restore{Archive: path, Dir: dir, FromContainer: meta.ID, CheckpointedAt: meta.CheckpointedAt}
+	if err := checkNamespace(meta, c.rec.Config.Labels, path); err != nil { // restore_guard.go
+		return err
+	}
+	c.rec.Restore = &Restore{Archive: path, Dir: dir, FromContainer: meta.ID, CheckpointedAt: meta.CheckpointedAt, metaSum: sum}
 	c.rec.Config.Image = meta.RootfsImageRef
 	return nil
 }
@@ -151,8 +156,12 @@ func walkDir(dir string, fn func(*tar.Header, io.Reader) error) error {
 				return err
 			}
 			defer func() { _ = f.Close() }()
-			hdr.Typeflag = tar.TypeReg
-			return fn(hdr, f)
+			fi, err := f.Stat()
+			if err != nil {
+				return err
+			}
+			hdr.Typeflag, hdr.Size = tar.TypeReg, fi.Size()
+			return fn(hdr, io.LimitReader(f, hdr.Size))
 		default:
 			return fmt.Errorf("%w: checkpoint image entry %q is not a regular file", ErrInvalid, rel)
 		}
@@ -160,8 +169,9 @@ func walkDir(dir string, fn func(*tar.Header, io.Reader) error) error {
 }
 
 // readCheckpointMeta reads config.dump and checks the archive's version.
-func readCheckpointMeta(path string, walk func(func(*tar.Header, io.Reader) error) error) (*checkpointMeta, error) {
+func readCheckpointMeta(path string, walk func(func(*tar.Header, io.Reader) error) error) (*checkpointMeta, [32]byte, error) {
 	var meta *checkpointMeta
+	var sum [32]byte
 	images := false
 	err := walk(func(hdr *tar.Header, r io.Reader) error {
 		switch hdr.Name {
@@ -170,7 +180,7 @@ func readCheckpointMeta(path string, walk func(func(*tar.Header, io.Reader) erro
 			if err != nil {
 				return err
 			}
-			meta = &checkpointMeta{}
+			meta, sum = &checkpointMeta{}, metaSum(data)
 			if err := json.Unmarshal(data, meta); err != nil {
 				return fmt.Errorf("%w: checkpoint %s: bad %s: %v", ErrInvalid, path, checkpointConfigName, err)
 			}
@@ -180,31 +190,30 @@ func readCheckpointMeta(path string, walk func(func(*tar.Header, io.Reader) erro
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, sum, err
 	}
 	switch {
 	case meta == nil || !images:
-		return nil, fmt.Errorf("%w: %s is not a checkpoint archive (no %s or CRIU images)", ErrInvalid, path, checkpointConfigName)
+		return nil, sum, fmt.Errorf("%w: %s is not a checkpoint archive (no %s or CRIU images)", ErrInvalid, path, checkpointConfigName)
 	case meta.OCIRuntime != checkpointRuntime || meta.Format != checkpointFormat:
-		return nil, fmt.Errorf("%w: checkpoint %s was written by %q (format %d); this minicri restores %q format %d only",
+		return nil, sum, fmt.Errorf("%w: checkpoint %s was written by %q (format %d); this minicri restores %q format %d only",
 			ErrFailedPrecondition, path, meta.OCIRuntime, meta.Format, checkpointRuntime, checkpointFormat)
 	case meta.RootfsImageRef == "":
-		return nil, fmt.Errorf("%w: checkpoint %s names no image", ErrInvalid, path)
+		return nil, sum, fmt.Errorf("%w: checkpoint %s names no image", ErrInvalid, path)
 	}
-	return meta, nil
+	return meta, sum, nil
 }
 
-// walkArchive calls fn for every entry of the tar archive at path; a
-// broken archive is ErrInvalid.
+// walkArchive calls fn for every entry of the tar archive at path (a
+// regular file, restore_guard.go); a broken archive, or one whose entries
+// add up to more than its size, is ErrInvalid.
 func walkArchive(path string, fn func(*tar.Header, io.Reader) error) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, size, err := openArchive(path)
 	if err != nil {
-		return fmt.Errorf("%w: checkpoint archive %s: %v", ErrInvalid, path, err)
+		return err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: checkpoint archive %s is not a regular file", ErrInvalid, path)
-	}
+	b := &budget{left: size}
 	tr := tar.NewReader(f)
 	for {
 		hdr, err := tr.Next()
@@ -215,6 +224,9 @@ func walkArchive(path string, fn func(*tar.Header, io.Reader) error) error {
 			return fmt.Errorf("%w: checkpoint archive %s is corrupt: %v", ErrInvalid, path, err)
 		}
 		hdr.Name = strings.TrimPrefix(filepath.Clean(hdr.Name), "./")
+		if err := b.take(hdr); err != nil {
+			return fmt.Errorf("checkpoint archive %s: %w", path, err)
+		}
 		if err := fn(hdr, tr); err != nil {
 			return err
 		}
@@ -241,6 +253,7 @@ func (c *creation) unpackCheckpoint(ctx context.Context) error {
 		return err
 	}
 	var deleted []string
+	seen := false
 	err = c.rec.Restore.walk(func(hdr *tar.Header, r io.Reader) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -249,8 +262,13 @@ func (c *creation) unpackCheckpoint(ctx context.Context) error {
 		case strings.HasPrefix(hdr.Name, checkpointImagesDir+"/"):
 			return unpackImageFile(images, hdr, r)
 		case hdr.Name == checkpointRootfs:
-			if err := archive.Unpack(r, upper, &archive.TarOptions{}); err != nil {
+			if err := unpackBounded(r, hdr.Size, upper); err != nil { // restore_guard.go
 				return fmt.Errorf("%w: checkpoint %s: %s: %v", ErrInvalid, c.rec.Restore.Archive, checkpointRootfs, err)
+			}
+		case hdr.Name == checkpointConfigName:
+			seen = true
+			if data, err := io.ReadAll(io.LimitReader(r, maxCheckpointMeta)); err != nil || metaSum(data) != c.rec.Restore.metaSum {
+				return fmt.Errorf("%w: checkpoint %s changed while it was read", ErrInvalid, c.rec.Restore.Archive)
 			}
 		case hdr.Name == checkpointDeleted:
 			data, err := io.ReadAll(io.LimitReader(r, maxCheckpointMeta))
@@ -265,6 +283,9 @@ func (c *creation) unpackCheckpoint(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if !seen {
+		return fmt.Errorf("%w: checkpoint %s changed while it was read", ErrInvalid, c.rec.Restore.Archive)
 	}
 	return whiteout(upper, deleted)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/checkpoint-restore/go-criu/v8/crit"
@@ -73,6 +74,27 @@ func checkTask(tc *criucore.ThreadCoreEntry, p *specs.Process, spec *specs.Spec,
 	if spec.Linux != nil && spec.Linux.Seccomp != nil && tc.GetSeccompMode() != criucore.SeccompMode_filter {
 		return fmt.Errorf("runs without the seccomp filter the container has")
 	}
+	// A non-root no_new_privs process gains no IDs, groups or capabilities
+	// beyond its ambient set (no setuid binary, no file capability helps
+	// it), whatever the bounding set holds.
+	locked := p.NoNewPrivileges && p.User.UID != 0
+	if locked {
+		ambient, err := capMask(capsOf(p, func(c *specs.LinuxCapabilities) []string { return c.Ambient }))
+		if err != nil {
+			return err
+		}
+		if extra := (words(cr.GetCapPrm()) | words(cr.GetCapEff())) &^ ambient; extra != 0 {
+			return fmt.Errorf("has capabilities %#x a non-root no_new_privs container cannot hold", extra)
+		}
+		allowed &= ambient // for the ID checks below
+	}
+	if allowed&(1<<uint(capability.CAP_SETGID)) == 0 {
+		for _, g := range cr.GetGroups() {
+			if g != p.User.GID && !slices.Contains(p.User.AdditionalGids, g) {
+				return fmt.Errorf("is in group %d, which the container's process is not", g)
+			}
+		}
+	}
 	if allowed&(1<<uint(capability.CAP_SETUID)) == 0 {
 		for _, id := range []uint32{cr.GetUid(), cr.GetEuid(), cr.GetSuid(), cr.GetFsuid()} {
 			if id != p.User.UID {
@@ -88,6 +110,14 @@ func checkTask(tc *criucore.ThreadCoreEntry, p *specs.Process, spec *specs.Spec,
 		}
 	}
 	return nil
+}
+
+// capsOf is one of the spec process's capability lists.
+func capsOf(p *specs.Process, set func(*specs.LinuxCapabilities) []string) []string {
+	if p.Capabilities == nil {
+		return nil
+	}
+	return set(p.Capabilities)
 }
 
 // readThreadCore decodes the thread core of a core-<pid>.img.

@@ -26,6 +26,7 @@ var codeOf = []struct {
 	{container.ErrNotFound, codes.NotFound},
 	{container.ErrAlreadyExists, codes.AlreadyExists},
 	{container.ErrFailedPrecondition, codes.FailedPrecondition},
+	{container.ErrPermissionDenied, codes.PermissionDenied},
 	{podckpt.ErrInvalid, codes.InvalidArgument},
 	{podckpt.ErrFailedPrecondition, codes.FailedPrecondition},
 	{image.ErrNotFound, codes.NotFound},

@@ -51,6 +51,10 @@ func (r LibcontainerRestore) Create(id, bundle string, spec *specs.Spec, io Stdi
 		TcpEstablished:          true,
 		ExternalUnixConnections: true,
 		FileLocks:               true,
+		// The restored tasks stay in the cgroups libcontainer puts CRIU
+		// in (the new container's): the image's cgroup paths are the old
+		// container's, and an archive's to choose (they climbed out with "..").
+		ManageCgroupsMode: "ignore",
 	})
 	if err != nil {
 		if derr := c.Destroy(); derr != nil {
