@@ -35,15 +35,27 @@ int buf_add(struct buf *b, const void *d, size_t n)
 int buf_addf(struct buf *b, const char *fmt, ...)
 {
 	char tmp[512];
-	va_list ap;
+	va_list ap, again;
 	va_start(ap, fmt);
+	va_copy(again, ap);
 	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
 	va_end(ap);
-	if (n < 0)
+	if (n < 0 || (size_t)n < sizeof tmp) {
+		va_end(again);
+		return n < 0 ? -1 : buf_add(b, tmp, (size_t)n);
+	}
+	/* Longer than tmp (a container's context holds several paths): format
+	 * it whole, never cut (a cut JSON message is a failed request). */
+	char *big = malloc((size_t)n + 1);
+	if (!big) {
+		va_end(again);
 		return -1;
-	if ((size_t)n >= sizeof tmp)
-		n = sizeof tmp - 1;
-	return buf_add(b, tmp, (size_t)n);
+	}
+	vsnprintf(big, (size_t)n + 1, fmt, again);
+	va_end(again);
+	int rc = buf_add(b, big, (size_t)n);
+	free(big);
+	return rc;
 }
 
 int buf_str(struct buf *b, const char *s)

@@ -205,3 +205,27 @@ func TestMonitorKilledAfterALineKeepsIt(t *testing.T) {
 	i.stopRemove(t, podID)
 	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
 }
+
+// A container whose context (its directories and log path, which the C
+// monitor keeps and hands back to its helper with every request) is longer
+// than any fixed buffer: a long log directory and log path. StartContainer
+// failed with "bad helper request: unexpected end of JSON input" when the
+// monitor cut the message at 511 bytes (critest's runc-handler pass hit it).
+func TestMonitorKeepsALongContainerContext(t *testing.T) {
+	i := newInstance(t, withRegistry())
+	i.pull(t, busybox)
+	cfg := podConfig("longctx")
+	long := strings.Repeat("d", 200)
+	cfg.LogDirectory = filepath.Join(i.dir, "logs", long, long)
+	podID := i.runPod(t, cfg)
+	_, podInf := i.status(t, podID)
+	c := ctrConfig("longctx", "echo started; sleep 1000")
+	c.LogPath = strings.Repeat("l", 200) + ".log"
+	id := i.run(t, podID, cfg, c)
+	waitLog(t, i.ctrStatus(t, id).LogPath, "started", 5*time.Second)
+	if _, err := i.rt.ReopenContainerLog(ctx(t), &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err != nil {
+		t.Fatalf("ReopenContainerLog: %v", err)
+	}
+	i.stopRemove(t, podID)
+	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
+}
