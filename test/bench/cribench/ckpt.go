@@ -119,7 +119,7 @@ func printCkpt(what string, samples []float64) {
 func ckptWorkloads() []ckptWorkload {
 	counter := ckptWorkload{name: "busybox counter", cmd: counterCmd,
 		ready: func(c *client, ctr string) error { return c.waitCount(ctr, 5) },
-		probe: func(c *client, ctr string) (int, error) { return c.execInt(ctr, "cat", "/count") },
+		probe: func(c *client, ctr string) (int, error) { return c.count(ctr) },
 		check: func(c *client, ctr string, before int) error { return c.countGoesOn(ctr, before) },
 	}
 	mem := ckptWorkload{name: "500 MiB process", cmd: memCmd,
@@ -205,7 +205,7 @@ func migrate(from, to *client, o podsOpts, n int, dir string) ([]float64, error)
 	}
 	var out []float64
 	for r := 1; r <= n; r++ {
-		before, err := from.execInt(ctr, "cat", "/count")
+		before, err := from.count(ctr)
 		if err != nil {
 			_ = from.stopPod(o, pod, ctr, nil)
 			return nil, err

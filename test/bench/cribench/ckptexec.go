@@ -66,6 +66,16 @@ func poll(d time.Duration, what string, f func() (bool, error)) error {
 	}
 }
 
+// count reads the counter's /count; `echo $i >/count` truncates before it
+// writes, so an empty read is retried.
+func (c *client) count(ctr string) (v int, err error) {
+	err = poll(2*time.Second, "read /count", func() (bool, error) {
+		v, err = c.execInt(ctr, "cat", "/count")
+		return err == nil, err
+	})
+	return v, err
+}
+
 // waitCount waits until the counter's /count reaches n.
 func (c *client) waitCount(ctr string, n int) error {
 	return poll(20*time.Second, fmt.Sprintf("/count >= %d", n), func() (bool, error) {
@@ -77,7 +87,7 @@ func (c *client) waitCount(ctr string, n int) error {
 // countGoesOn checks a restored counter: its first /count is at least the
 // value read before the checkpoint (no restart from 1) and then grows.
 func (c *client) countGoesOn(ctr string, before int) error {
-	first, err := c.execInt(ctr, "cat", "/count")
+	first, err := c.count(ctr)
 	if err != nil {
 		return err
 	}
