@@ -12,7 +12,8 @@
 #   make bench        minicri vs containerd 1.6 (Debian) and 2.4 (built): pod lifecycles, memory,
 #                     110 pods + exec probes (BENCH_SCALE=0 skips), 1 GiB pull (~20 min),
 #                     checkpoint/restore (BENCH_CKPT=0 skips)
-#   make bench-ckpt   checkpoint/restore of a counter and a 500 MiB process, pod migration (~40 s)
+#   make bench-ckpt   checkpoint/restore of a counter and a 500 MiB process, pod migration
+#                     between two private instances (~45 s)
 #   make vmtest-ci    a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
 #                     node shape, integration + critest subsets, minicri's systemd unit
 #                     restarted under pods, kubelet with cgroupDriver: systemd (test/vm/README.md)
@@ -202,7 +203,8 @@ bench: build
 	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
 	hack/bench.sh $(OUT)/bin/cribench $(BENCH_ARGS)
 
-# Checkpoint/restore and pod migration times of minicri alone (also part of `make bench`).
+# Checkpoint/restore and pod migration (two instances) times of minicri alone; `make bench`
+# runs the same with the migration within one instance.
 bench-ckpt: build
 	hack/bench-ckpt.sh
 

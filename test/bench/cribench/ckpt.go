@@ -55,6 +55,7 @@ func runCkpt(args []string) error {
 	rounds := fs.Int("n", 5, "rounds per workload")
 	image := fs.String("image", "registry.k8s.io/e2e-test-images/busybox:1.36.1-1", "busybox image of the workloads")
 	cgroupParent := fs.String("cgroup-parent", "", "cgroup parent of the pods")
+	cgroupParentB := fs.String("cgroup-parent-b", "", "cgroup parent of the pods on -endpoint-b")
 	dir := fs.String("dir", "", "directory for the checkpoints (default: a temp dir, removed)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "timeout of each RPC")
 	_ = fs.Parse(args)
@@ -101,7 +102,11 @@ func runCkpt(args []string) error {
 		printCkpt(w.name+" restore", s.RestoreMs)
 		fmt.Printf("cribench: %-44s median %6.1f MiB\n", w.name+" archive size", median(s.ArchiveMiB))
 	}
-	if res.MigrateMs, err = migrate(c, b, o, *rounds, *dir); err != nil {
+	oB := o
+	if b != c {
+		oB.cgroupParent = *cgroupParentB
+	}
+	if res.MigrateMs, err = migrate(c, b, o, oB, *rounds, *dir); err != nil {
 		return fmt.Errorf("ckpt migrate: %w", err)
 	}
 	printCkpt("pod migration downtime ("+scope+")", res.MigrateMs)
@@ -190,8 +195,9 @@ func (c *client) ckptRound(o podsOpts, w ckptWorkload, kind string, r int, src, 
 
 // migrate moves a counter pod n times: CheckpointPod on from, StopPodSandbox,
 // RestorePod + StartContainer on to (timed together); the restored pod is
-// the next round's source. Removing the old pod is not counted.
-func migrate(from, to *client, o podsOpts, n int, dir string) ([]float64, error) {
+// the next round's source (it goes back and forth between two instances).
+// Removing the old pod is not counted. o and oTo: the pods' options on each.
+func migrate(from, to *client, o, oTo podsOpts, n int, dir string) ([]float64, error) {
 	pod, ctr, err := from.startPodWith(o, "mig", 0, counterCmd, o.image, nil)
 	if err != nil {
 		if pod != "" {
@@ -210,7 +216,7 @@ func migrate(from, to *client, o podsOpts, n int, dir string) ([]float64, error)
 			_ = from.stopPod(o, pod, ctr, nil)
 			return nil, err
 		}
-		d, npod, nctr, err := migrateOnce(from, to, o, r, pod, ctr, filepath.Join(dir, fmt.Sprintf("mig-%d", r)))
+		d, npod, nctr, err := migrateOnce(from, to, oTo, r, pod, ctr, filepath.Join(dir, fmt.Sprintf("mig-%d", r)))
 		_ = from.stopPod(o, pod, "", nil) // stopped already when err is nil; removes it
 		if npod == "" {
 			return nil, fmt.Errorf("round %d: %w", r, err)
@@ -224,7 +230,7 @@ func migrate(from, to *client, o podsOpts, n int, dir string) ([]float64, error)
 			return nil, fmt.Errorf("round %d: %w", r, err)
 		}
 		out = append(out, ms(d))
-		from, to = to, from
+		from, to, o, oTo = to, from, oTo, o
 	}
 	return out, from.stopPod(o, pod, ctr, nil)
 }
