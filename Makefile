@@ -10,7 +10,10 @@
 #   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
 #   make conformance  the Kubernetes conformance suite, offline (test/conformance/README.md)
 #   make bench        minicri vs containerd 1.6 (Debian) and 2.4 (built): pod lifecycles, memory,
-#                     110 pods + exec probes (BENCH_SCALE=0 skips), 1 GiB pull (~20 min)
+#                     110 pods + exec probes (BENCH_SCALE=0 skips), 1 GiB pull (~20 min),
+#                     checkpoint/restore (BENCH_CKPT=0 skips)
+#   make bench-ckpt   checkpoint/restore of a counter and a 500 MiB process, pod migration
+#                     between two private instances (~45 s)
 #   make vmtest-ci    a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
 #                     node shape, integration + critest subsets, minicri's systemd unit
 #                     restarted under pods, kubelet with cgroupDriver: systemd (test/vm/README.md)
@@ -48,7 +51,7 @@ CNI_VERSION       := v1.10.0
 CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
-.PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench clean FORCE
+.PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt clean FORCE
 .PHONY: cluster cluster-down cluster-netcheck cluster-test conformance-ci
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
@@ -199,6 +202,11 @@ vm-status:
 bench: build
 	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
 	hack/bench.sh $(OUT)/bin/cribench $(BENCH_ARGS)
+
+# Checkpoint/restore and pod migration (two instances) times of minicri alone; `make bench`
+# runs the same with the migration within one instance.
+bench-ckpt: build
+	hack/bench-ckpt.sh
 
 # ---- install ---------------------------------------------------------------
 

@@ -12,7 +12,10 @@
 #      BENCH_SCALE=0 skips it)
 #   3. pull: cold PullImage of docker.io/minicri/bench:1g (1 GiB, 10 layers), BENCH_PULLS
 #      times per runtime, each on a fresh instance with an empty store (cribench pull)
-#   4. the comparison table                              (test/bench/cribench report)
+#   4. minicri only: checkpoint/restore of a busybox counter and a 500 MiB process and a
+#      pod migration within one instance, 5 rounds each, ~40 s (cribench ckpt; the same
+#      as `make bench-ckpt`; BENCH_CKPT=0 skips it); appended to the report
+#   5. the comparison table                              (test/bench/cribench report)
 #
 # minicri: hack/instance.sh (bridge mcri-bn0, 10.198.0.0/16, cgroup parent /minicri-bench).
 # containerd 1.6 and 2.4: hack/containerd.sh (bridge ctrd-bn0, 10.197.0.0/16, cgroup parent
@@ -28,6 +31,7 @@ CRIBENCH=${1:?usage: hack/bench.sh CRIBENCH [pods flags...]}
 shift
 PULLS=${BENCH_PULLS:-3}
 SCALE=${BENCH_SCALE:-110}
+CKPT=${BENCH_CKPT:-1}
 EXEC_WINDOW=${BENCH_EXEC_WINDOW:-2m}
 OUT=$ROOT/_output/bench
 RES=$OUT/results
@@ -151,7 +155,7 @@ rt_stop() {
 start=$(date +%s)
 ctrd_install
 BIN2=$("$ROOT/hack/bench-tools.sh")
-rm -rf "$RES" "$OUT/minicri" "$OUT/containerd" "$OUT/containerd2"
+rm -rf "$RES" "$OUT/ckpt.txt" "$OUT/minicri" "$OUT/containerd" "$OUT/containerd2"
 mkdir -p "$RES"
 (cd "$ROOT" && go build -o "$ROOT/_output/bin/registry" ./test/registry)
 RULES_BEFORE=$(own_rules)
@@ -184,6 +188,17 @@ for ((i = 1; i <= PULLS; i++)); do
 	done
 done
 
-# ---- 4. report -----------------------------------------------------------------------
+# ---- 4. checkpoint/restore, minicri only ---------------------------------------------
+if [ "$CKPT" = 1 ]; then
+	log "== 4. checkpoint/restore: minicri"
+	rt_start minicri
+	instance_run "$CRIBENCH" ckpt -endpoint "$ENDPOINT" -runtime minicri -image "$IMAGE" \
+		-cgroup-parent "$CGROUP" -out "$RES/ckpt-minicri.json" >"$OUT/ckpt.txt"
+	cat "$OUT/ckpt.txt" >&2
+	rt_stop minicri
+fi
+
+# ---- 5. report -----------------------------------------------------------------------
 "$CRIBENCH" report -dir "$RES" -runtimes "$(IFS=,; echo "${RUNTIMES[*]}")" | tee "$OUT/report.txt"
+[ "$CKPT" != 1 ] || tee -a "$OUT/report.txt" <"$OUT/ckpt.txt"
 log "done in $(($(date +%s) - start))s; results in $RES, table in $OUT/report.txt"

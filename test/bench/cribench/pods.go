@@ -153,6 +153,11 @@ func containerConfig(o podsOpts) *runtimeapi.ContainerConfig {
 // startPod runs a pod with one running container; per-step latencies go to rec
 // when it is not nil. On error it returns the pod ID (if any) for cleanup.
 func (c *client) startPod(o podsOpts, kind string, i int, rec func(string, time.Duration)) (pod, ctr string, err error) {
+	return c.startPodCfg(o, kind, i, containerConfig(o), rec)
+}
+
+// startPodCfg is startPod with the given container config.
+func (c *client) startPodCfg(o podsOpts, kind string, i int, cc *runtimeapi.ContainerConfig, rec func(string, time.Duration)) (pod, ctr string, err error) {
 	if rec == nil {
 		rec = func(string, time.Duration) {}
 	}
@@ -168,7 +173,7 @@ func (c *client) startPod(o podsOpts, kind string, i int, rec func(string, time.
 	rec("RunPodSandbox", d)
 	d, err = c.timed("CreateContainer", func(ctx context.Context) error {
 		r, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-			PodSandboxId: pod, Config: containerConfig(o), SandboxConfig: cfg})
+			PodSandboxId: pod, Config: cc, SandboxConfig: cfg})
 		ctr = r.GetContainerId()
 		return err
 	})
