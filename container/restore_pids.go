@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/checkpoint-restore/go-criu/v8/crit"
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/pstree"
@@ -28,10 +30,23 @@ func (c *creation) reservePids(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: checkpoint image pstree.img: %v", ErrInvalid, err)
 	}
+	if limit, err := pidMax(); err == nil && top >= limit {
+		return fmt.Errorf("%w: checkpoint holds pid %d; this node's pid_max is %d", ErrInvalid, top, limit)
+	}
 	if err := pidns.ReserveUpTo(ns, top); err != nil {
 		return fmt.Errorf("reserve the checkpoint's pids up to %d: %w", top, err)
 	}
 	return nil
+}
+
+// pidMax is the node's kernel.pid_max: no pid reaches it.
+func pidMax() (uint32, error) {
+	data, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 32)
+	return uint32(n), err
 }
 
 // joinedPidNS is the path of the existing PID namespace spec joins, if any.
