@@ -1,5 +1,18 @@
 package main
 
-// libcontainer re-executes this binary as "<binary> init" for every container
-// process; lcinit hands such a process over before main runs.
-import _ "github.com/minicri/minicri/internal/lcinit"
+import (
+	"os"
+
+	"github.com/minicri/minicri/internal/pidns"
+	// libcontainer re-executes this binary as "<binary> init" for every
+	// container process; lcinit hands such a process over before main runs.
+	_ "github.com/minicri/minicri/internal/lcinit"
+)
+
+// Restore's pid reservation (internal/pidns) runs this binary in a pod's PID
+// namespace.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == pidns.Arg {
+		os.Exit(pidns.Main(os.Args[2:]))
+	}
+}
