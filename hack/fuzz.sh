@@ -38,14 +38,38 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 echo "fuzz: ${#targets[@]} targets, $FUZZTIME each, $FUZZ_PARALLEL workers"
 
+# fuzz_one DIR NAME LOG: one target, its output also in LOG.
+fuzz_one() {
+	"$GO" test -tags "$GOTAGS" -run "^$2\$" -fuzz "^$2\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "${FUZZ_MINIMIZE:-2s}" \
+		-parallel "$FUZZ_PARALLEL" "$1" 2>&1 | tee "$3"
+}
+
+# deadline_flake LOG: the run failed only with Go's own "context deadline
+# exceeded" at the -fuzztime boundary (golang/go#75804, fixed in Go 1.27:
+# the coordinator reports its own timeout as the target's failure when a
+# worker is slow to stop, e.g. on a loaded machine): no failing input was
+# written, nothing panicked, no t.Error line.
+deadline_flake() {
+	grep -q '^    context deadline exceeded$' "$1" &&
+		! grep -qE 'Failing input written to|panic:|_test\.go:[0-9]+:' "$1"
+}
+
 failed=()
 start=$SECONDS
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for t in "${targets[@]}"; do
 	d=${t% *} name=${t#* }
 	t0=$SECONDS
 	echo "==> fuzz $d $name"
-	if "$GO" test -tags "$GOTAGS" -run "^$name\$" -fuzz "^$name\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "${FUZZ_MINIMIZE:-2s}" \
-		-parallel "$FUZZ_PARALLEL" "$d"; then
+	ok=0
+	if fuzz_one "$d" "$name" "$log"; then
+		ok=1
+	elif deadline_flake "$log"; then
+		echo "<== fuzz $name: Go's fuzz-deadline race (golang/go#75804; no failing input): once more"
+		fuzz_one "$d" "$name" "$log" && ok=1
+	fi
+	if [ $ok = 1 ]; then
 		echo "<== fuzz $name: ok in $((SECONDS - t0))s"
 	else
 		echo "<== fuzz $name: FAILED after $((SECONDS - t0))s (failing input under $d/testdata/fuzz/$name/)"
