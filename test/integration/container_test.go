@@ -317,7 +317,7 @@ func TestExecSyncTimeoutReapsTheCommand(t *testing.T) {
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("want DeadlineExceeded, got %v", err)
 	}
-	if p := processesMentioning("4321"); len(p) > 0 {
+	if p := processesMentioning("sleep\x004321\x00"); len(p) > 0 {
 		t.Fatalf("timed-out command still there: %v", p)
 	}
 	res, err := i.rt.ExecSync(ctx(t), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"sh", "-c", "echo o; echo e >&2; exit 5"}, Timeout: 10})
