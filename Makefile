@@ -48,7 +48,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench clean FORCE
-.PHONY: cluster cluster-down cluster-netcheck cluster-test conformance-ci
+.PHONY: cluster cluster-down cluster-netcheck cluster-scale cluster-test conformance-ci
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
@@ -139,6 +139,10 @@ cluster-down:
 # Pod networking across nodes on the running cluster (make cluster first), then leak checks.
 cluster-netcheck:
 	test/cluster/netcheck.sh
+
+# kubectl apply of a 20-replica Deployment to all Running on the running cluster, median of 3.
+cluster-scale:
+	test/cluster/scale.sh
 
 # All three: up, netcheck, down (down also after a failed netcheck; a failed up cleans up).
 cluster-test: build
