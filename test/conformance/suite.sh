@@ -12,6 +12,7 @@
 #   CONFORMANCE_SKIP      more of --ginkgo.skip (a regexp), besides the exclusions
 #   CONFORMANCE_TIMEOUT   --ginkgo.timeout (default 12h)
 #   CONFORMANCE_ARGS      more e2e.test flags
+#   CONFORMANCE_SEED      Ginkgo's random seed (the spec order; the same on two runtimes)
 #   CONFORMANCE_PROCS     parallel Ginkgo processes (default 8): e2e.test runs under the
 #                         Ginkgo CLI (ginkgo -p --procs=N, CONFORMANCE_BIN/ginkgo); the
 #                         [Serial] specs (Ginkgo's Serial decorator) run after the others,
@@ -52,6 +53,7 @@ args=(--provider=skeleton --kubeconfig="$KUBECONFIG" --kubectl-path="$KUBECTL"
 # Ginkgo's own flags: e2e.test's --ginkgo.X, or the CLI's --X.
 gargs=(--focus="$FOCUS" --timeout="${CONFORMANCE_TIMEOUT:-12h}" --no-color --poll-progress-after=5m)
 [ -z "$skip" ] || gargs+=(--skip="$skip")
+[ -z "${CONFORMANCE_SEED:-}" ] || gargs+=(--seed="$CONFORMANCE_SEED")
 procs=${CONFORMANCE_PROCS:-8}
 rc=0
 if [ "$procs" -gt 1 ]; then
