@@ -2,7 +2,8 @@
 # everything that needs tools depends on `deps` (fast when already done).
 #
 #   make run          build, install what is missing, run minicri in the foreground
-#   make test         vet + lint + unit + fuzz + integration + critest + e2e + e2e-evented + vmtest-ci,
+#   make test         vet + lint + unit + fuzz + integration + critest + e2e + e2e-evented +
+#                     conformance-ci + vmtest-ci,
 #                     stops at the first failure
 #   make lint         golangci-lint (.golangci.yml): govet staticcheck errcheck gosec ineffassign unused
 #   make fuzz         every Go fuzz target for FUZZTIME each (hack/fuzz.sh)
@@ -167,6 +168,7 @@ test: deps
 	$(call phase,critest)
 	$(call phase,e2e)
 	$(call phase,e2e-evented)
+	$(call phase,conformance-ci)
 	$(call phase,vmtest-ci)
 
 # ---- VM lab (test/vm) ------------------------------------------------------
