@@ -10,7 +10,11 @@
 #   make critest      critest v1.37.0 against a private minicri instance
 #   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
 #   make conformance  the Kubernetes conformance suite, offline (test/conformance/README.md)
-#   make bench        minicri vs Debian containerd + runc: pod lifecycles, memory, image pull
+#   make bench        minicri vs containerd 1.6 (Debian) and 2.4 (built): pod lifecycles, memory,
+#                     110 pods + exec probes (BENCH_SCALE=0 skips), 1 GiB pull (~20 min),
+#                     checkpoint/restore (BENCH_CKPT=0 skips)
+#   make bench-ckpt   checkpoint/restore of a counter and a 500 MiB process, pod migration
+#                     between two private instances (~45 s)
 #   make vmtest-ci    a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
 #                     node shape, integration + critest subsets, minicri's systemd unit
 #                     restarted under pods, kubelet with cgroupDriver: systemd (test/vm/README.md)
@@ -48,7 +52,7 @@ CNI_VERSION       := v1.10.0
 CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
-.PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench clean FORCE
+.PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt clean FORCE
 .PHONY: cluster cluster-down cluster-netcheck cluster-scale cluster-test conformance-ci
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
@@ -59,7 +63,7 @@ deps:
 
 # ---- build -----------------------------------------------------------------
 
-build: bin/minicri bin/minicri-pause
+build: bin/minicri bin/minicri-pause bin/minicri-monitor bin/minicri-monitor-helper
 
 bin/minicri: FORCE | deps
 	CGO_ENABLED=1 $(GO) build -tags '$(GOTAGS)' -o $@ ./cmd/minicri
@@ -67,6 +71,16 @@ bin/minicri: FORCE | deps
 bin/minicri-pause: cmd/minicri-pause/pause.c | deps
 	@mkdir -p bin
 	gcc -static -Os -s -o $@ $<
+
+bin/minicri-monitor-helper: FORCE | deps
+	CGO_ENABLED=1 $(GO) build -tags '$(GOTAGS)' -o $@ ./cmd/minicri-monitor-helper
+
+# The long-lived per-pod monitor (C); its short-lived Go helper is bin/minicri-monitor-helper.
+MONITOR_SRC := $(wildcard cmd/minicri-monitor/*.c cmd/minicri-monitor/*.h)
+bin/minicri-monitor: $(MONITOR_SRC) | deps
+	@mkdir -p bin
+	gcc -static-pie -fPIE -O2 -s -Wall -Wextra -Werror -Wformat -Wformat-security -D_FORTIFY_SOURCE=2 \
+		-fstack-protector-strong -fstack-clash-protection -Wl,-z,relro,-z,now -o $@ $(filter %.c,$^)
 
 run: build
 	@[ "$$(id -u)" = 0 ] || { echo "make run: minicri needs root" >&2; exit 1; }
@@ -195,6 +209,11 @@ bench: build
 	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
 	hack/bench.sh $(OUT)/bin/cribench $(BENCH_ARGS)
 
+# Checkpoint/restore and pod migration (two instances) times of minicri alone; `make bench`
+# runs the same with the migration within one instance.
+bench-ckpt: build
+	hack/bench-ckpt.sh
+
 # ---- install ---------------------------------------------------------------
 
 # minicri as a node's service. `make build` first (install builds nothing, so that
@@ -211,10 +230,10 @@ CRICTL_YAML := $(DESTDIR)/etc/crictl.yaml
 SYSTEMCTL    = if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl $(1); fi
 
 install:
-	@for f in bin/minicri bin/minicri-pause; do \
+	@for f in bin/minicri bin/minicri-pause bin/minicri-monitor bin/minicri-monitor-helper; do \
 		[ -x $$f ] || { echo "make install: $$f missing: run make build first" >&2; exit 1; }; done
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSTEMD_DIR) $(DESTDIR)/etc/minicri
-	for f in minicri minicri-pause; do \
+	for f in minicri minicri-pause minicri-monitor minicri-monitor-helper; do \
 		install -m 0755 bin/$$f $(DESTDIR)$(BINDIR)/.$$f.new && mv -f $(DESTDIR)$(BINDIR)/.$$f.new $(DESTDIR)$(BINDIR)/$$f; done
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/minicri.service >$(UNIT).new && chmod 0644 $(UNIT).new && mv -f $(UNIT).new $(UNIT)
 	@if [ -e $(CONFIG) ]; then echo "keeping $(CONFIG)"; else \
@@ -237,7 +256,7 @@ uninstall:
 		echo "rm $(CRICTL_YAML)"; rm -f $(CRICTL_YAML); \
 	elif [ -e $(CRICTL_YAML) ]; then echo "keeping $(CRICTL_YAML) (not minicri's)"; fi
 	-rmdir $(DESTDIR)/etc/minicri 2>/dev/null
-	rm -f $(UNIT) $(DESTDIR)$(BINDIR)/minicri $(DESTDIR)$(BINDIR)/minicri-pause
+	rm -f $(UNIT) $(DESTDIR)$(BINDIR)/minicri $(DESTDIR)$(BINDIR)/minicri-pause $(DESTDIR)$(BINDIR)/minicri-monitor $(DESTDIR)$(BINDIR)/minicri-monitor-helper
 	@$(call SYSTEMCTL,daemon-reload)
 
 # ---- clean -----------------------------------------------------------------

@@ -49,6 +49,11 @@ type checkpointMeta struct {
 	CheckpointedAt  time.Time `json:"checkpointedTime"`
 	RestoredAt      time.Time `json:"restoredTime"`
 	Restored        bool      `json:"restored"`
+	// Format is minicri's archive format (restore.go's checkpointFormat).
+	Format int `json:"minicriCheckpointFormat,omitempty"`
+	// PodNamespace is the checkpointed container's pod namespace (the
+	// kubelet's label): only that namespace may restore it (restore_guard.go).
+	PodNamespace string `json:"podNamespace,omitempty"`
 }
 
 // Checkpoint writes a forensic checkpoint of a running container to the tar
@@ -190,6 +195,7 @@ func (m *Manager) checkpointLocked(ctx context.Context, c *Container, tmp, locat
 		ID: c.ID(), Name: c.rec.Config.Name,
 		RootfsImage: c.rec.ImageName, RootfsImageRef: c.rec.ImageID, RootfsImageName: c.rec.ImageName,
 		OCIRuntime: checkpointRuntime, CreatedTime: c.rec.CreatedAt, CheckpointedAt: time.Now().UTC(),
+		Format: checkpointFormat, PodNamespace: c.rec.Config.Labels[podNamespaceLabel],
 	})
 	if err != nil {
 		return err

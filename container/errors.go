@@ -8,4 +8,7 @@ var (
 	ErrNotFound           = errors.New("container not found")
 	ErrAlreadyExists      = errors.New("container already exists")
 	ErrFailedPrecondition = errors.New("failed precondition")
+	// ErrPermissionDenied: the request names something its pod may not
+	// use (another namespace's checkpoint).
+	ErrPermissionDenied = errors.New("permission denied")
 )

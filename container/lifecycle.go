@@ -38,7 +38,12 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 			return fmt.Errorf("start container %s: %w", c.ID(), err)
 		}
 	}
-	resp, err := monitor.Call(ctx, monitor.SocketPath(pod.MonitorDir), monitor.Request{Op: monitor.OpStart, ID: c.ID()})
+	var resp monitor.Response
+	if c.rec.Restore != nil {
+		resp, err = m.startRestored(ctx, c, pod) // restore.go
+	} else {
+		resp, err = monitor.Call(ctx, monitor.SocketPath(pod.MonitorDir), monitor.Request{Op: monitor.OpStart, ID: c.ID()})
+	}
 	if err != nil {
 		return fmt.Errorf("start container %s: %w", c.ID(), err)
 	}
@@ -83,6 +88,9 @@ func (m *Manager) stopLocked(ctx context.Context, c *Container, timeout time.Dur
 	st := m.refresh(c)
 	if c.removed || (st.State != StateRunning && st.State != StateCreated) {
 		return nil
+	}
+	if st.State == StateCreated && c.rec.Restore != nil {
+		return m.stopUnrestored(c) // restore.go
 	}
 	sig := m.stopSignal(c)
 	pod, err := m.opts.Pods.Pod(c.rec.PodID)

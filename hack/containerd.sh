@@ -23,7 +23,11 @@
 # host-local + portmap) with its own bridge name and subnet.
 #
 # Inputs: CRICTL (default <repo>/_output/tools/crictl), CTRD_START_TIMEOUT (s, default 60),
-#         CTRD_KEEP=1 keeps the temp dir.
+#         CTRD_KEEP=1 keeps the temp dir, CTRD_BIN_DIR (a directory holding another
+#         containerd, its containerd-shim-runc-v2 and runc, e.g. containerd 2.4 from
+#         hack/bench-tools.sh: put first on containerd's PATH; 2.x migrates the version 2
+#         config at load), CTRD_CPU_CGROUP (a cgroup v1 cpuacct directory to start
+#         containerd in, so its and its shims' CPU time can be read).
 # Outputs (set by ctrd_start): CTRD_TMP CTRD_SOCK CTRD_ENDPOINT CTRD_PID CTRD_LOG
 #         CTRD_CGROUP CTRD_REGISTRY (host:port of its test registry)
 
@@ -73,7 +77,7 @@ ctrd_crictl() {
 ctrd__registry_start() {
 	local bin=$CTRD_REPO/_output/bin/registry log=$CTRD_TMP/registry.log i
 	[ -x "$bin" ] || (cd "$CTRD_REPO" && go build -o "$bin" ./test/registry) || return 1
-	"$bin" -addr 127.0.0.1:0 -hosts-dir "$CTRD_TMP/certs.d" -bench=true </dev/null >"$log" 2>&1 &
+	"$bin" -addr 127.0.0.1:0 -hosts-dir "$CTRD_TMP/certs.d" -bench=true ${CTRD_REGISTRY_ARGS:-} </dev/null >"$log" 2>&1 &
 	CTRD_REGISTRY_PID=$!
 	for ((i = 0; i < 3000; i++)); do
 		if grep -q ' serving .* references on ' "$log" 2>/dev/null; then
@@ -172,15 +176,18 @@ ctrd_start() {
 	mkdir -p "$CTRD_TMP"/{root,state,run,runc,opt,net.d,certs.d,cni-ipam}
 	: >"$CTRD_TMP/crictl.yaml"
 	ctrd__registry_start || return 1
-	ctrd__write_config "ctrd-$name" "$bridge" "$subnet"
 
 	ctrd__log "starting containerd in $CTRD_TMP (log: $CTRD_LOG)"
 	# setsid: own session, like minicri in hack/instance.sh. unshare execs sh, which
 	# execs containerd: CTRD_PID is containerd's PID.
 	# shellcheck disable=SC2016
+	local bindir=${CTRD_BIN_DIR:-} runc_bin
+	runc_bin=$(command -v runc)
+	[ -z "$bindir" ] || runc_bin=$bindir/runc
+	CTRD_RUNC=$runc_bin ctrd__write_config "ctrd-$name" "$bridge" "$subnet"
 	setsid unshare --mount --propagation private -- /bin/sh -c \
-		'mount --bind "$1/run" /run && exec containerd --config "$1/config.toml" --root "$1/root" --state "$1/state" --address "$1/containerd.sock" --log-level info' \
-		sh "$CTRD_TMP" </dev/null >"$CTRD_LOG" 2>&1 &
+		'[ -z "$2" ] || echo $$ >"$2/cgroup.procs" || exit 1; [ -z "$3" ] || PATH=$3:$PATH; mount --bind "$1/run" /run && exec containerd --config "$1/config.toml" --root "$1/root" --state "$1/state" --address "$1/containerd.sock" --log-level info' \
+		sh "$CTRD_TMP" "${CTRD_CPU_CGROUP:-}" "$bindir" </dev/null >"$CTRD_LOG" 2>&1 &
 	CTRD_PID=$!
 	for ((i = 0; i < timeout * 10; i++)); do
 		if ! proc_alive "$CTRD_PID"; then

@@ -11,7 +11,8 @@
 #                  CRIU is built here from Debian 13's criu=$CRIU_DEB_VERSION source: a
 #                  deb-src-only trixie entry in its own sources file (no binary package
 #                  ever comes from trixie), build deps from bookworm, packaged as a .deb
-#                  (cached in $CACHE_DIR/criu-<version>), installed with apt-get.
+#                  (cached in $CACHE_DIR/criu-<version>-<rev>), installed with apt-get,
+#                  with hack/criu-*.patch applied (CRIU_PATCHES).
 #
 # Go-built tools are cached in $CACHE_DIR so another run on the same machine copies
 # instead of building; the cache is only an accelerator (missing/incomplete -> rebuild).
@@ -28,6 +29,10 @@ GO=${GO:-go}
 CRIU_DEB_VERSION=${CRIU_DEB_VERSION:-4.1.1-1} # the Debian 13 source package
 CRIU_VERSION=${CRIU_DEB_VERSION%%-*}
 CRIU_MIN_VERSION=4.1
+# Our package revision: minicri2 adds hack/criu-sockopts-linux-6.16.patch (CRIU 4.1 cannot
+# dump a TCP/UDP socket on Linux >= 6.16; fixed upstream in 4.2).
+CRIU_PKG_REV=minicri2
+CRIU_PATCHES=("$ROOT/hack/criu-sockopts-linux-6.16.patch")
 CRIU_SOURCES=/etc/apt/sources.list.d/minicri-trixie-src.list
 
 # runc: Debian's runc binary, the second RuntimeClass handler of the integration tests and critest.
@@ -274,12 +279,15 @@ criu_build() {
 		die "criu: installing the build deps from bookworm failed: ${CRIU_BUILD_DEPS[*]}"
 	tmp=$(mktemp -d /tmp/minicri-deps-criu.XXXXXX)
 	CLEANUP+=("$tmp")
-	(cd "$tmp" && apt-get source -qq --tar-only "criu=$CRIU_DEB_VERSION") ||
+	(cd "$tmp" && apt-get source -qq --only-source --tar-only "criu=$CRIU_DEB_VERSION") ||
 		die "criu: apt-get source --tar-only criu=$CRIU_DEB_VERSION failed (is the trixie deb-src entry in $CRIU_SOURCES reachable?)"
 	tar -C "$tmp" -xf "$tmp/criu_$CRIU_VERSION.orig.tar.xz" ||
 		die "criu: cannot unpack criu_$CRIU_VERSION.orig.tar.xz"
 	src="$tmp/criu-$CRIU_VERSION"
 	[ -f "$src/Makefile" ] || die "criu: no source tree in $src"
+	for p in "${CRIU_PATCHES[@]}"; do
+		patch -s -d "$src" -p1 <"$p" || die "criu: patch $p does not apply"
+	done
 	log "criu: make criu in $src"
 	make -C "$src" -j"$(nproc)" criu >"$tmp/build.log" 2>&1 ||
 		{ tail -n 60 "$tmp/build.log" >&2; die "criu: build failed (last lines above)"; }
@@ -298,7 +306,7 @@ criu_build() {
 	mkdir -p "$pkg/DEBIAN"
 	cat >"$pkg/DEBIAN/control" <<-EOF
 		Package: criu
-		Version: $CRIU_DEB_VERSION~minicri1
+		Version: $CRIU_DEB_VERSION~$CRIU_PKG_REV
 		Architecture: $arch
 		Maintainer: minicri <minicri@localhost>
 		Depends: $deps, iproute2, iptables
@@ -309,7 +317,7 @@ criu_build() {
 		 built on Debian 12 by minicri's hack/deps.sh (kernels >= 6.13 need CRIU >= 4.1).
 	EOF
 	mkdir -p "$out"
-	dpkg-deb --root-owner-group --build "$pkg" "$out/criu_${CRIU_DEB_VERSION}~minicri1_$arch.deb" >/dev/null ||
+	dpkg-deb --root-owner-group --build "$pkg" "$out/criu_${CRIU_DEB_VERSION}~${CRIU_PKG_REV}_$arch.deb" >/dev/null ||
 		die "criu: dpkg-deb failed"
 }
 
@@ -330,15 +338,18 @@ criu_install() {
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${debs[@]}"; }
 }
 
-# criu_ok: criu >= $CRIU_MIN_VERSION is on PATH
+# criu_ok: criu >= 4.2 is on PATH, or criu >= $CRIU_MIN_VERSION from our package with
+# $CRIU_PATCHES (an unpatched 4.1 cannot dump sockets on Linux >= 6.16).
 criu_ok() {
 	local v
 	v=$(criu_version)
-	[ -n "$v" ] && version_ge "$v" "$CRIU_MIN_VERSION"
+	[ -n "$v" ] && version_ge "$v" "$CRIU_MIN_VERSION" || return 1
+	version_ge "$v" 4.2 ||
+		[ "$(dpkg-query -W -f='${Version}' criu 2>/dev/null)" = "$CRIU_DEB_VERSION~$CRIU_PKG_REV" ]
 }
 
 deps_criu() {
-	local have want=$CRIU_VERSION dir tmp
+	local have want=$CRIU_VERSION-$CRIU_PKG_REV dir tmp
 	if criu_ok; then
 		criu_check || die "criu $(criu_version) is installed but \`criu check\` fails on this kernel"
 		return 0
@@ -347,12 +358,12 @@ deps_criu() {
 	need_root "installing criu $CRIU_DEB_VERSION"
 	dir="$CACHE_DIR/criu-$want"
 	if stamp_is "$dir/.complete" "criu-$want" && ls "$dir"/criu_*.deb >/dev/null 2>&1 &&
-		{ log "criu ${have:-none} < $CRIU_MIN_VERSION: installing $CRIU_DEB_VERSION from $dir"; criu_install "$dir"; } &&
+		{ log "criu ${have:-none} is not ours ($CRIU_DEB_VERSION~$CRIU_PKG_REV) nor >= 4.2: installing it from $dir"; criu_install "$dir"; } &&
 		criu_ok; then
 		:
 	else
 		local t0=$SECONDS
-		log "criu ${have:-none} < $CRIU_MIN_VERSION: building CRIU $CRIU_VERSION from Debian 13's criu=$CRIU_DEB_VERSION source"
+		log "criu ${have:-none} is not ours ($CRIU_DEB_VERSION~$CRIU_PKG_REV) nor >= 4.2: building CRIU $CRIU_VERSION from Debian 13's criu=$CRIU_DEB_VERSION source"
 		tmp=$(mktemp -d /tmp/minicri-deps-criu-debs.XXXXXX)
 		CLEANUP+=("$tmp")
 		criu_build "$tmp"

@@ -18,6 +18,7 @@
 #   INSTANCE_ARTIFACTS directory that receives minicri.log, config.toml and
 #                      effective-config.toml at stop
 #   INSTANCE_KEEP=1    keep the temp dir
+#   INSTANCE_LOG_LEVEL minicri --log-level (default debug)
 #   INSTANCE_START_TIMEOUT  seconds to wait for the socket (default 30)
 #   INSTANCE_REGISTRY  "" (none), "test" (critest's images) or "bench" (also the ~100 MB
 #                      image): serve the offline images of test/registry on a free
@@ -122,7 +123,7 @@ instance_start() {
 	[ -z "${INSTANCE_CONFIG_EXTRA:-}" ] || printf '\n%s\n' "$INSTANCE_CONFIG_EXTRA" >>"$INSTANCE_TMP/config.toml"
 
 	local flags=(--config "$INSTANCE_TMP/config.toml" --listen "$INSTANCE_ENDPOINT"
-		--root "$INSTANCE_TMP/root" --state "$INSTANCE_TMP/state" --log-level debug)
+		--root "$INSTANCE_TMP/root" --state "$INSTANCE_TMP/state" --log-level "${INSTANCE_LOG_LEVEL:-debug}")
 	# Validates the config before starting and keeps the effective one for debugging.
 	timeout 30 "$MINICRI" "${flags[@]}" config >"$INSTANCE_TMP/effective-config.toml" ||
 		{ instance__log "$MINICRI config failed"; return 1; }

@@ -111,7 +111,14 @@ type Image struct {
 	// ArtifactType is set for an OCI artifact: only an image volume can
 	// use it (its one layer is a directory of its files).
 	ArtifactType string
+	// CheckpointName is the manifest's CheckpointAnnotation: the image
+	// holds a container checkpoint (checkpointctl/buildah's packaging).
+	CheckpointName string
 }
+
+// CheckpointAnnotation marks an image holding a container checkpoint (the
+// name of the checkpointed container), as CRI-O reads it.
+const CheckpointAnnotation = "io.kubernetes.cri-o.annotations.checkpoint.name"
 
 // FsUsage is the disk usage of the store.
 type FsUsage struct {
@@ -161,6 +168,8 @@ type record struct {
 	// ArtifactType is set for an OCI artifact (artifact.go): its one
 	// "layer" is the volume directory of its files, and it has no config.
 	ArtifactType string `json:"artifact_type,omitempty"`
+	// CheckpointName: see Image.CheckpointName.
+	CheckpointName string `json:"checkpoint_name,omitempty"`
 
 	config *v1.ConfigFile
 }
@@ -393,6 +402,7 @@ func (s *Store) image(r *record) Image {
 		Config:         r.config,
 		ManifestDigest: r.ManifestDigest,
 		ArtifactType:   r.ArtifactType,
+		CheckpointName: r.CheckpointName,
 	}
 	if r.config != nil {
 		img.User = r.config.Config.User

@@ -466,6 +466,7 @@ func (p *puller) pull(ctx context.Context) (Image, error) {
 		ManifestDigest: mb.digest.String(),
 		Size:           top.size + uint64(len(cfgData)),
 		Blobs:          append(top.blobs, configDigest),
+		CheckpointName: m.Annotations[CheckpointAnnotation],
 		config:         cfg,
 	}
 	if err := p.addLayers(rec, m, cfg.RootFS.DiffIDs); err != nil {

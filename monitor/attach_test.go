@@ -56,18 +56,3 @@ func TestDemuxAndPumpStdin(t *testing.T) {
 		t.Fatalf("want a stdin close frame, got %d %v", kind, err)
 	}
 }
-
-func TestSlowAttachmentIsDropped(t *testing.T) {
-	a := &attachment{stdout: true, out: make(chan chunk, 1), done: make(chan struct{})}
-	a.send(chunk{kind: frameStderr, data: []byte("x")}) // not wanted: ignored
-	a.send(chunk{kind: frameStdout, data: []byte("1")})
-	a.send(chunk{kind: frameStdout, data: []byte("2")}) // queue full
-	select {
-	case <-a.done:
-	default:
-		t.Fatal("a client that falls behind must be dropped")
-	}
-	if len(a.out) != 1 {
-		t.Fatalf("queued %d chunks", len(a.out))
-	}
-}

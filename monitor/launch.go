@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -15,30 +16,46 @@ import (
 	"github.com/minicri/minicri/internal/proc"
 )
 
-// readyFD is the descriptor on which a starting monitor reports readiness.
-const readyFD = 3
-
-// ready is the single line a monitor writes on readyFD.
+// ready is the single line a monitor writes on its fd 3.
 type ready struct {
 	Error string `json:"error,omitempty"`
 	State State  `json:"state"`
 }
 
+// The monitor's programs, next to minicri's: the long-lived monitor and
+// its short-lived helper.
+const (
+	BinaryName       = "minicri-monitor"
+	HelperBinaryName = "minicri-monitor-helper"
+)
+
 // Launch starts a detached monitor for spec and waits until its pause runs.
-// exe is minicri's own binary. The monitor is started through a short-lived
-// intermediate process, so it is re-parented away from the daemon and lives
-// in a session of its own.
+// exe is minicri's own binary: the monitor and its helper are next to it. The monitor forks once and its
+// parent exits, so it is re-parented away from the daemon and lives in a
+// session of its own.
 func Launch(ctx context.Context, exe string, spec Spec) (State, error) {
 	if err := atomicfile.WriteJSON(specPath(spec.Dir), spec); err != nil {
 		return State{}, fmt.Errorf("write monitor spec: %w", err)
 	}
+	dir, err := os.Open(spec.Dir)
+	if err != nil {
+		return State{}, fmt.Errorf("open monitor dir: %w", err)
+	}
+	defer dir.Close()
+	logf, err := os.OpenFile(logPath(spec.Dir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return State{}, fmt.Errorf("open monitor log: %w", err)
+	}
+	defer logf.Close()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return State{}, fmt.Errorf("monitor ready pipe: %w", err)
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, "monitor", spec.Dir)
-	cmd.ExtraFiles = []*os.File{w}
+	bin := filepath.Dir(exe)
+	cmd := exec.Command(filepath.Join(bin, BinaryName), filepath.Join(bin, HelperBinaryName), spec.Dir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{w, dir} // fd 3: readiness, fd 4: its directory
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	w.Close()

@@ -34,6 +34,7 @@ const (
 	OpInspect   = "inspect"    // report a container
 	OpAttach    = "attach"     // stream a container's stdio on this connection
 	OpResize    = "resize"     // set the terminal size of a TTY container
+	OpRestore   = "restore"    // create a container by restoring CRIU images (restore.go)
 )
 
 // Request is one call to the monitor.
@@ -68,6 +69,8 @@ type CreateRequest struct {
 	// Runtime, when set, is the OCI runtime binary that runs the container
 	// (its RuntimeClass handler's); nil: the built-in libcontainer.
 	Runtime *RuntimeBinary `json:"runtime,omitempty"`
+	// Checkpoint (OpRestore) is the directory of the CRIU images to restore.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // RuntimeBinary is an external OCI runtime.

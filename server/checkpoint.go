@@ -9,7 +9,7 @@ import (
 
 // CheckpointContainer writes a checkpoint archive of a running container to
 // the request's location; the container keeps running. A timeout of zero is
-// the runtime's default. CheckpointPod and RestorePod stay unimplemented.
+// the runtime's default. CheckpointPod and RestorePod: checkpoint_pod.go.
 func (s *Server) CheckpointContainer(ctx context.Context, req *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
 	if req.GetContainerId() == "" {
 		return nil, invalid("container_id is required")

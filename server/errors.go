@@ -9,6 +9,7 @@ import (
 
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/internal/podckpt"
 	"github.com/minicri/minicri/sandbox"
 )
 
@@ -25,6 +26,9 @@ var codeOf = []struct {
 	{container.ErrNotFound, codes.NotFound},
 	{container.ErrAlreadyExists, codes.AlreadyExists},
 	{container.ErrFailedPrecondition, codes.FailedPrecondition},
+	{container.ErrPermissionDenied, codes.PermissionDenied},
+	{podckpt.ErrInvalid, codes.InvalidArgument},
+	{podckpt.ErrFailedPrecondition, codes.FailedPrecondition},
 	{image.ErrNotFound, codes.NotFound},
 	{image.ErrInvalidReference, codes.InvalidArgument},
 	{image.ErrNoProgress, codes.DeadlineExceeded},

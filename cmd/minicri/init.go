@@ -2,21 +2,17 @@ package main
 
 import (
 	"os"
-	"runtime"
 
-	"github.com/opencontainers/runc/libcontainer"
-	// Device cgroup rules need the devices controller registered.
-	_ "github.com/opencontainers/cgroups/devices"
-	// nsexec runs (in C, before the Go runtime) when a container init starts.
-	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+	"github.com/minicri/minicri/internal/pidns"
+	// libcontainer re-executes this binary as "<binary> init" for every
+	// container process; lcinit hands such a process over before main runs.
+	_ "github.com/minicri/minicri/internal/lcinit"
 )
 
-// libcontainer re-executes this binary as "minicri init" for every container
-// process; that must be handed over before anything else runs.
+// Restore's pid reservation (internal/pidns) runs this binary in a pod's PID
+// namespace.
 func init() {
-	if len(os.Args) > 1 && os.Args[1] == "init" {
-		runtime.GOMAXPROCS(1)
-		runtime.LockOSThread()
-		libcontainer.Init()
+	if len(os.Args) > 1 && os.Args[1] == pidns.Arg {
+		os.Exit(pidns.Main(os.Args[2:]))
 	}
 }

@@ -1,6 +1,6 @@
 // Command minicri is a Kubernetes CRI v1 runtime. The same binary is the
-// daemon, `minicri config`, and the per-pod monitor (`minicri monitor`,
-// started by the daemon).
+// daemon and `minicri config`; the per-pod monitor is minicri-monitor (C)
+// and its helper minicri-monitor-helper (Go).
 package main
 
 import (
@@ -10,13 +10,9 @@ import (
 
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/daemon"
-	"github.com/minicri/minicri/monitor"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "monitor" {
-		os.Exit(monitor.Main(os.Args[2:]))
-	}
 	fs := flag.NewFlagSet("minicri", flag.ExitOnError)
 	cfgPath := fs.String("config", config.DefaultPath, "config file (TOML)")
 	listen := fs.String("listen", "", "CRI socket, unix:///path (overrides the config file)")

@@ -4,7 +4,9 @@
 #   standalone  the kubelet alone with a static pod manifest directory, no API server
 #   cluster     etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the
 #               kubelet registered as a node; kubectl apply/logs/exec/port-forward/attach,
-#               a Deployment, a Job, a crashing pod, deletion and leak checks
+#               a Deployment, a Job, a crashing pod, a CDI device, a checkpoint through the
+#               kubelet's API restored as a new pod from a checkpoint image (ckpt.sh),
+#               deletion and leak checks
 #
 # Kubernetes and etcd are built from the Go module proxy by test/e2e/tools.sh (cached in
 # /var/cache/minicri-tools). Everything listens on 127.0.0.1 except the kubelet, which
@@ -20,7 +22,8 @@
 #   E2E_CLUSTER_HOOK  cluster mode: run this command (KUBECONFIG, E2E_NODE_NAME, E2E_NODE_IP,
 #                   MINICRI_LOG, KUBELET_LOG set) instead of the mode's own checks
 #   E2E_PAUSE_ON_FAIL=SECONDS  sleep after a failed check (to look around)
-#   E2E_FEATURE_GATES  kubelet feature gates, "Name=true,Other=false" (default none); with
+#   E2E_FEATURE_GATES  kubelet feature gates, "Name=true,Other=false" (default: ContainerCheckpoint=true,
+#                   which ckpt.sh uses; =false skips that case); with
 #                   EventedPLEG=true the standalone mode also checks that the kubelet took the CRI's
 #                   event stream and pod statuses (no fallback, no per-container polling):
 #                   `make e2e-evented`
@@ -66,6 +69,8 @@ E2E_MODE=setup
 . "$E2E_DIR/certs.sh"
 # shellcheck source=test/e2e/cdi.sh disable=SC1091
 . "$E2E_DIR/cdi.sh"
+# shellcheck source=test/e2e/ckpt.sh disable=SC1091
+. "$E2E_DIR/ckpt.sh"
 
 [ "$(id -u)" = 0 ] || { echo "e2e: needs root" >&2; exit 1; }
 [ -x "$CRICTL" ] || { echo "e2e: $CRICTL missing: run make deps" >&2; exit 1; }
@@ -342,10 +347,12 @@ kubelet_start() {
 
 # feature_gates_yaml: E2E_FEATURE_GATES as the kubelet config's featureGates map.
 feature_gates_yaml() {
-	local gate
-	[ -n "${E2E_FEATURE_GATES:-}" ] || return 0
+	local gate gates=${E2E_FEATURE_GATES:-}
+	# The checkpoint case (ckpt.sh) uses the kubelet's checkpoint API: named here (beta and
+	# on by default in 1.37) unless E2E_FEATURE_GATES sets it.
+	case ",$gates," in *,ContainerCheckpoint=*) ;; *) gates=ContainerCheckpoint=true${gates:+,$gates} ;; esac
 	printf 'featureGates:'
-	for gate in ${E2E_FEATURE_GATES//,/ }; do
+	for gate in ${gates//,/ }; do
 		printf '\n  %s: %s' "${gate%%=*}" "${gate#*=}"
 	done
 }
@@ -628,11 +635,14 @@ mode_cluster() {
 	# A device plugin whose Allocate answers with a CDI device name (cdi.sh).
 	cdi_device_plugin_check "$KUBELET_LOG" || true
 
+	# Checkpoint through the kubelet's API, restore as a new pod from a checkpoint image (ckpt.sh).
+	checkpoint_restore_check || true
+
 	# kubectl delete removes everything.
 	t0=$(e2e_now)
 	kubectl delete deployment e2e-deploy --wait=false >/dev/null || true
 	kubectl delete job e2e-job --cascade=foreground --wait=false >/dev/null || true
-	kubectl delete pod e2e-pod e2e-attach e2e-crash e2e-cdi --wait=false --ignore-not-found >/dev/null || true
+	kubectl delete pod e2e-pod e2e-attach e2e-crash e2e-cdi e2e-ckpt e2e-restored --wait=false --ignore-not-found >/dev/null || true
 	check "all pods gone from the API" \
 		wait_for 180 eval "[ -z \"\$(kubectl get pods -o name)\" ]" || kubectl get pods -o wide >&2 || true
 	if check "kubectl delete: all containers stopped" wait_for 60 eval '[ "$(crictl ps -q | grep -c .)" = 0 ]'; then

@@ -12,7 +12,7 @@ key() {
 }
 
 # ensure NAME WRAPPER_DIR LDFLAGS PKG... : prints the directory holding the built commands
-# (go build of each PKG).
+# (go build of each PKG). TOOLS_TAGS (optional): build tags, part of the key when set.
 ensure() {
 	local name=$1 wrapper=$2 ld=$3 files=() p
 	shift 3
@@ -23,18 +23,19 @@ ensure() {
 
 # build_pkgs TMP LDFLAGS: ensure's builder (go build of _ensure_pkgs into TMP).
 build_pkgs() {
-	"$GO" build -trimpath -ldflags="$2" -o "$1/" "${_ensure_pkgs[@]}"
+	"$GO" build -trimpath -tags="${TOOLS_TAGS:-}" -ldflags="$2" -o "$1/" "${_ensure_pkgs[@]}"
 }
 
 # ensure_with BUILDER NAME WRAPPER_DIR LDFLAGS FILE... : prints the directory holding FILE...,
 # built by `BUILDER TMP "-s -w LDFLAGS"` (run in WRAPPER_DIR with GOFLAGS=-mod=readonly,
 # output to LOG) into a temporary directory and cached in CACHE_DIR/NAME-<key> (a missing,
 # incomplete or stale entry is rebuilt; an unwritable cache builds into _output/e2e).
+# TOOLS_TAGS, when set, is part of the key.
 ensure_with() {
-	local builder=$1 name=$2 wrapper=$3 ldflags="-s -w $4" k dir tmp start files=() f
+	local builder=$1 name=$2 wrapper=$3 ldflags="-s -w $4" k dir tmp start files=() f tags=${TOOLS_TAGS:-}
 	shift 4
 	files=("$@")
-	k=$(key "$wrapper" "$ldflags")
+	k=$(key "$wrapper" "$ldflags${tags:+ tags=$tags}")
 	dir=$CACHE_DIR/$name-$k
 	if [ -f "$dir/.complete" ] && [ "$(cat "$dir/.complete")" = "$name-$k" ]; then
 		local ok=1

@@ -14,6 +14,7 @@ import (
 var registry struct {
 	once sync.Once
 	url  string
+	srv  *fixture.Server
 	err  error
 }
 
@@ -31,7 +32,7 @@ func registryURL(t *testing.T) string {
 			return
 		}
 		registry.err = srv.Publish(entries)
-		registry.url = srv.URL
+		registry.url, registry.srv = srv.URL, srv
 	})
 	if registry.err != nil {
 		t.Fatalf("test registry: %v", registry.err)

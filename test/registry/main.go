@@ -25,12 +25,13 @@ func main() {
 	deb := flag.String("busybox-deb", "", "busybox .deb to build from (default: cached, else apt-get download busybox)")
 	hostsDir := flag.String("hosts-dir", "", "if set, write <dir>/<registry>/hosts.toml mirroring "+fmt.Sprint(fixture.MirroredRegistries)+" to this registry")
 	bench := flag.Bool("bench", true, "also publish "+fixture.BenchRef+" (~100 MB)")
+	bench1g := flag.Bool("bench1g", false, "also publish "+fixture.Bench1GRef+" (1 GiB, 10 layers)")
 	e2eDir := flag.String("e2e-images", "", "if set, also publish the conformance suite's images, built with the agnhost binary and files in this directory (test/conformance/tools.sh)")
 	verbose := flag.Bool("v", false, "log registry requests")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
-	entries, err := fixture.BuildCatalog(fixture.CatalogOptions{CacheDir: *cache, DebPath: *deb, Bench: *bench, E2EDir: *e2eDir, Logf: log.Printf})
+	entries, err := fixture.BuildCatalog(fixture.CatalogOptions{CacheDir: *cache, DebPath: *deb, Bench: *bench, Bench1G: *bench1g, E2EDir: *e2eDir, Logf: log.Printf})
 	if err != nil {
 		log.Fatalf("build images: %v", err)
 	}

@@ -3,7 +3,7 @@
 # everything): boots the VM lab, runs the steps below in the guest
 # one after the other (each timed, all run even after a failure), stops the guest and
 # exits 1 if any step failed. Binaries are built on the host (by make: bin/minicri,
-# bin/minicri-pause; here: the integration test binary) and only run in the guest.
+# bin/minicri-pause, bin/minicri-monitor, bin/minicri-monitor-helper; here: the integration test binary) and only run in the guest.
 #
 # Adding a step is one line in STEPS: "name|command run in the guest from the checkout".
 #
@@ -62,7 +62,7 @@ SKIP_STEP=critest-vm-full
 mkdir -p "$BIN"
 # Older binary directories of this VMTEST_OUT (a concurrent run uses another VMTEST_OUT).
 find "$VMTEST_OUT" -maxdepth 1 -name 'bin-*' ! -path "$BIN" -exec rm -rf {} + 2>/dev/null || true
-for f in minicri minicri-pause; do
+for f in minicri minicri-pause minicri-monitor minicri-monitor-helper; do
 	[ -x "$VM_ROOT/bin/$f" ] || vm_die "build first (make build): no $VM_ROOT/bin/$f"
 	cp "$VM_ROOT/bin/$f" "$BIN/$f"
 done

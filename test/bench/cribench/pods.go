@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,9 @@ type podsResult struct {
 	ParTeardown float64              `json:"parallel_teardown_ms"`
 	Mem0        *memSample           `json:"mem_0,omitempty"`
 	MemN        *memSample           `json:"mem_n,omitempty"`
+	// StepMetrics: the runtime's own per-step durations during the sequential
+	// lifecycles, from its metrics endpoint (-metrics; minicri only).
+	StepMetrics map[string]stepStat `json:"step_metrics,omitempty"`
 }
 
 type podsOpts struct {
@@ -50,6 +54,7 @@ func runPods(args []string) error {
 	memPID := fs.Int("mem-pid", 0, "PID of the runtime daemon (0: no memory measurement)")
 	memMatch := fs.String("mem-match", "", "command-line substring of the runtime's per-pod helper processes")
 	timeout := fs.Duration("timeout", 2*time.Minute, "timeout of each RPC")
+	metrics := fs.String("metrics", "", "URL of the runtime's Prometheus endpoint: per-step breakdown of the lifecycles")
 	_ = fs.Parse(args)
 	if *endpoint == "" || *runtime == "" || *out == "" || *n < 1 || *par < 1 {
 		return fmt.Errorf("pods: -endpoint, -runtime, -out, -n >= 1 and -parallel >= 1 are required")
@@ -89,10 +94,23 @@ func runPods(args []string) error {
 	if *hostPort {
 		o.hostPortBase = *hostPortBase
 	}
+	var before map[string]stepStat
+	if *metrics != "" {
+		if before, err = scrapeSteps(*metrics); err != nil && !strings.Contains(err.Error(), "no "+stepMetric) {
+			return err
+		}
+	}
 	for i := 0; i < *n; i++ {
 		if err := c.lifecycle(o, i, res.Steps); err != nil {
 			return fmt.Errorf("%s: sequential pod %d: %w", *runtime, i, err)
 		}
+	}
+	if *metrics != "" {
+		after, err := scrapeSteps(*metrics)
+		if err != nil {
+			return err
+		}
+		res.StepMetrics = diffSteps(before, after)
 	}
 	if err := c.parallel(o, *par, res, mem); err != nil {
 		return fmt.Errorf("%s: parallel pods: %w", *runtime, err)
@@ -135,6 +153,11 @@ func containerConfig(o podsOpts) *runtimeapi.ContainerConfig {
 // startPod runs a pod with one running container; per-step latencies go to rec
 // when it is not nil. On error it returns the pod ID (if any) for cleanup.
 func (c *client) startPod(o podsOpts, kind string, i int, rec func(string, time.Duration)) (pod, ctr string, err error) {
+	return c.startPodCfg(o, kind, i, containerConfig(o), rec)
+}
+
+// startPodCfg is startPod with the given container config.
+func (c *client) startPodCfg(o podsOpts, kind string, i int, cc *runtimeapi.ContainerConfig, rec func(string, time.Duration)) (pod, ctr string, err error) {
 	if rec == nil {
 		rec = func(string, time.Duration) {}
 	}
@@ -150,7 +173,7 @@ func (c *client) startPod(o podsOpts, kind string, i int, rec func(string, time.
 	rec("RunPodSandbox", d)
 	d, err = c.timed("CreateContainer", func(ctx context.Context) error {
 		r, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-			PodSandboxId: pod, Config: containerConfig(o), SandboxConfig: cfg})
+			PodSandboxId: pod, Config: cc, SandboxConfig: cfg})
 		ctr = r.GetContainerId()
 		return err
 	})

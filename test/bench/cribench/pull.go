@@ -15,6 +15,9 @@ type pullResult struct {
 	Image   string  `json:"image"`
 	Ms      float64 `json:"ms"`
 	Size    uint64  `json:"size"`
+	// CPU is the CPU seconds charged to -cpu-cgroups during the pull (the
+	// runtime's; the registry runs elsewhere).
+	CPU float64 `json:"cpu_s"`
 }
 
 func runPull(args []string) error {
@@ -24,6 +27,7 @@ func runPull(args []string) error {
 	out := fs.String("out", "", "JSON result file")
 	image := fs.String("image", "docker.io/minicri/bench:100m", "image to pull")
 	timeout := fs.Duration("timeout", 5*time.Minute, "timeout of each RPC")
+	cpuCgroups := fs.String("cpu-cgroups", "", "comma-separated cgroup v1 cpuacct directories charged with the runtime's CPU")
 	_ = fs.Parse(args)
 	if *endpoint == "" || *runtime == "" || *out == "" {
 		return fmt.Errorf("pull: -endpoint, -runtime and -out are required")
@@ -44,17 +48,27 @@ func runPull(args []string) error {
 	if present {
 		return fmt.Errorf("pull: %s: %s is already in the image store; a cold pull needs an empty store", *runtime, *image)
 	}
+	cg := splitList(*cpuCgroups)
+	cpu0, err := cpuSeconds(cg)
+	if err != nil {
+		return err
+	}
 	d, err := c.pull(*image)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *runtime, err)
 	}
+	cpu1, err := cpuSeconds(cg)
+	if err != nil {
+		return err
+	}
+	res.CPU = cpu1 - cpu0
 	res.Ms = ms(d)
 	if present, res.Size, err = c.imagePresent(*image); err != nil {
 		return err
 	} else if !present {
 		return fmt.Errorf("pull: %s: %s not listed after PullImage", *runtime, *image)
 	}
-	fmt.Printf("cribench: %s: cold pull of %s: %.0f ms (%.1f MB)\n", *runtime, *image, res.Ms, float64(res.Size)/1e6)
+	fmt.Printf("cribench: %s: cold pull of %s: %.0f ms, %.1f CPU s (%.1f MB)\n", *runtime, *image, res.Ms, res.CPU, float64(res.Size)/1e6)
 	return writeJSON(*out, res)
 }
 

@@ -1,0 +1,43 @@
+/* minicri-monitor: the short-lived Go helpers (see helper.c). */
+#ifndef MINICRI_MONITOR_HELPER_H
+#define MINICRI_MONITOR_HELPER_H
+
+#include <sys/types.h>
+
+#include "monitor.h"
+
+#define MAX_FDS 16
+
+/* A helper's answer: "key value" lines, and descriptors named by "fds". */
+struct reply {
+	char *error, *ctx, *runtime, *state, *ref, *pod, *resp;
+	long long pid;
+	int oom, tty, stdin_once, started, has_oombase;
+	unsigned long long oombase;
+	int nfds;
+	int fds[MAX_FDS];
+	char fdnames[MAX_FDS][16];
+};
+
+struct helper;
+typedef void (*helper_done)(struct helper *, struct reply *);
+
+struct helper {
+	struct helper *next;
+	pid_t pid;
+	int sock; /* -1 once answered */
+	struct conn *conn; /* the client waiting, or NULL */
+	char id[ID_MAX + 1];
+	helper_done fn;
+	int reaped;
+};
+
+extern struct helper *helpers;
+extern const char *helper_exe, *mon_dir;
+
+int helper_spawn(struct buf *msg, struct conn *c, const char *id, helper_done fn);
+int helper_reaped(pid_t pid, int status);
+void helper_readable(struct helper *h);
+void helper_sweep(void); /* frees helpers that answered and were reaped */
+
+#endif

@@ -1,0 +1,97 @@
+/* minicri-monitor: state shared by its files (see monitor.c). */
+#ifndef MINICRI_MONITOR_H
+#define MINICRI_MONITOR_H
+
+#include <sys/types.h>
+#include <time.h>
+
+#include "util.h"
+
+#define ID_MAX 128
+#define MAX_LINE (16 * 1024) /* crilog.MaxLineSize */
+#define MAX_FRAME (64 * 1024)
+#define MAX_ATTACH_QUEUE (4 * 1024 * 1024)
+
+enum { FR_STDIN = 1, FR_STDIN_CLOSE, FR_STDOUT, FR_STDERR };
+
+/* One output stream of a container: its pipe (or the TTY master) and the
+ * line being assembled for the CRI log. */
+struct stream {
+	int fd;
+	int kind; /* FR_STDOUT or FR_STDERR */
+	char *line;
+	size_t n;
+};
+
+struct ctr {
+	struct ctr *next;
+	char id[ID_MAX + 1];
+	char *ctx;     /* opaque JSON the helper gave at create, handed back to later helpers */
+	char *runtime; /* the OCI runtime binary, "" for libcontainer */
+	pid_t pid;
+	int tty, stdin_once;
+	struct stream out, err;
+	int stdin_fd, log_fd, dir_fd;
+	int log_failed;
+	/* OOM watch (systemd cgroups): inotify (v2) or eventfd (v1), the cgroup and its parent. */
+	int oom_ino, oom_evt, oom_dir, oom_par;
+	int oom_seen, oom_base_ok;
+	unsigned long long oom_base;
+	/* lifecycle */
+	int started;
+	struct timespec started_at;
+	int reaped, code;
+	struct timespec finished_at, reaped_mono;
+	int exit_helper_done, exit_helper_oom;
+	int final, oom_killed;
+	int gone; /* deleted: freed by the loop's sweep */
+};
+
+struct pause_state {
+	pid_t pid;
+	char *ref; /* proc.Ref JSON */
+	int exited, code;
+	struct timespec exited_at;
+};
+
+enum { C_REQ, C_WAIT, C_ATTACH };
+enum { W_NONE, W_HELPER, W_KILL_GRACE, W_KILL_FORCE, W_DELETE, W_STOP };
+
+/* A client connection: a request line, then a response (C_REQ, C_WAIT), or
+ * an attach session (C_ATTACH). */
+struct conn {
+	struct conn *next;
+	int fd, state, wait;
+	char id[ID_MAX + 1];
+	struct timespec deadline; /* CLOCK_MONOTONIC; W_KILL_*, W_STOP */
+	struct buf in, out;
+	int close_after_flush, dead;
+	/* attach */
+	int a_stdin, a_stdout, a_stderr, ending;
+	struct buf pending; /* stdin data the container has not taken yet */
+};
+
+extern struct conn *conns;
+extern struct ctr *ctrs;
+void conn_reply(struct conn *c, struct buf *b);
+void conn_reply_error(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void attach_start(struct conn *c, const char *line, size_t n);
+void attach_readable(struct conn *c);
+void attach_stdin_writable(struct ctr *k);
+int attach_wants_stdin_out(struct ctr *k);
+extern struct pause_state pause_st;
+
+/* container output and logs (output.c) */
+void stream_read(struct ctr *k, struct stream *s);
+void stream_eof(struct ctr *k, struct stream *s);
+void log_flush_partial(struct ctr *k, struct stream *s);
+
+/* attach (attach.c): fan out output to sessions */
+void attach_broadcast(struct ctr *k, int kind, const char *p, size_t n);
+void attach_container_final(struct ctr *k);
+void attach_container_gone(struct ctr *k);
+
+void ctr_info(struct buf *b, struct ctr *k);
+struct ctr *find_ctr(const char *id);
+
+#endif

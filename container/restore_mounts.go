@@ -1,0 +1,213 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/checkpoint-restore/go-criu/v8/crit"
+	"github.com/checkpoint-restore/go-criu/v8/crit/images/mnt"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// checkCheckpointMounts refuses a checkpoint whose mount images
+// (mountpoints-*.img) would give the container another mount tree than its
+// spec: CRIU rebuilds the tree from the images, not from the spec, so a
+// crafted archive could leave /proc/sys writable, drop a masked path, or
+// mount a filesystem the spec has none of (binfmt_misc, cgroup, a device).
+func (c *creation) checkCheckpointMounts(context.Context) error {
+	return checkMountsAgainst(filepath.Join(c.m.ctrStateDir(c.rec.ID), checkpointImagesDir), c.spec)
+}
+
+// mountRule is what the spec allows at one mount point.
+type mountRule struct {
+	fstypes  []mnt.Fstype // allowed when the mount is not external
+	external bool         // an external (bind) mount is allowed
+	ro       bool         // the mount must be read-only
+	rwTmpfs  bool         // ro does not bind a tmpfs (cgroup v1's holder)
+	root     string       // the root a non-external mount must have ("": any)
+}
+
+func checkMountsAgainst(images string, spec *specs.Spec) error {
+	files, err := filepath.Glob(filepath.Join(images, "mountpoints-*.img"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("%w: checkpoint holds no mount image (mountpoints-*.img)", ErrInvalid)
+	}
+	for _, path := range files {
+		ms, err := readMounts(path)
+		if err != nil {
+			return fmt.Errorf("%w: checkpoint image %s: %v", ErrInvalid, filepath.Base(path), err)
+		}
+		if err := checkMountTree(ms, spec); err != nil {
+			return fmt.Errorf("%w: checkpoint mount image %s: %v", ErrFailedPrecondition, filepath.Base(path), err)
+		}
+	}
+	return nil
+}
+
+// checkMountTree checks one mount namespace's entries: each at a clean
+// absolute path the spec mounts (or masks, or makes read-only), once, under
+// its right parent, of an allowed type, read-only where the spec says so;
+// every masked or read-only path this kernel has is there.
+func checkMountTree(ms []*mnt.MntEntry, spec *specs.Spec) error {
+	byID := map[uint32]string{}
+	seen := map[string]bool{}
+	for _, m := range ms {
+		mp := m.GetMountpoint()
+		if mp != filepath.Clean(mp) || !filepath.IsAbs(mp) {
+			return fmt.Errorf("mount point %q is not a clean absolute path", mp)
+		}
+		if seen[mp] {
+			return fmt.Errorf("two mounts at %s", mp)
+		}
+		seen[mp] = true
+		byID[m.GetMntId()] = mp
+	}
+	for _, m := range ms {
+		mp := m.GetMountpoint()
+		if mp != "/" && byID[m.GetParentMntId()] != parentMount(mp, seen) {
+			return fmt.Errorf("mount at %s is not under its parent mount %s", mp, parentMount(mp, seen))
+		}
+		rule, ok := ruleFor(mp, spec)
+		if !ok {
+			return fmt.Errorf("mount at %s, which the container's spec does not mount", mp)
+		}
+		ext := m.GetExtKey() != "" || m.GetExtMount()
+		typ := fstypeOfEntry(m)
+		switch {
+		case ext && !rule.external:
+			return fmt.Errorf("external mount at %s, where the spec mounts %v", mp, rule.fstypes)
+		case !ext && !slices.Contains(rule.fstypes, typ):
+			return fmt.Errorf("%s mount at %s, where the spec allows %v", typ, mp, rule.fstypes)
+		case !ext && rule.root != "" && m.GetRoot() != rule.root:
+			return fmt.Errorf("mount at %s shows %s of its filesystem, not %s", mp, m.GetRoot(), rule.root)
+		case rule.ro && m.GetFlags()&unix.MS_RDONLY == 0 && (!rule.rwTmpfs || ext || typ != mnt.Fstype_TMPFS):
+			return fmt.Errorf("mount at %s is writable; the spec mounts it read-only", mp)
+		}
+	}
+	if spec.Linux == nil {
+		return nil
+	}
+	for _, p := range slices.Concat(spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths) {
+		if _, err := os.Lstat(p); err == nil && !seen[p] && kernelPath(p) {
+			return fmt.Errorf("%s is not masked or read-only as the spec says", p)
+		}
+	}
+	return nil
+}
+
+// fstypeOfEntry is the entry's type; a number beyond the enum is
+// UNSUPPORTED (allowed nowhere but on external mounts).
+func fstypeOfEntry(m *mnt.MntEntry) mnt.Fstype {
+	if v := m.GetFstype(); v <= math.MaxInt32 {
+		return mnt.Fstype(v)
+	}
+	return mnt.Fstype_UNSUPPORTED
+}
+
+// kernelPath: /proc and /sys paths are the same kernel's in the container
+// as on the host, so whether the host has one tells whether the container's
+// masked and read-only paths must be in the image.
+func kernelPath(p string) bool {
+	return strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/sys/")
+}
+
+// parentMount is the longest mount point in seen strictly above mp.
+func parentMount(mp string, seen map[string]bool) string {
+	for p := filepath.Dir(mp); ; p = filepath.Dir(p) {
+		if seen[p] || p == "/" {
+			return p
+		}
+	}
+}
+
+// ruleFor is what the spec allows at mount point mp.
+func ruleFor(mp string, spec *specs.Spec) (mountRule, bool) {
+	if mp == "/" {
+		return mountRule{fstypes: []mnt.Fstype{mnt.Fstype_OVERLAYFS}, root: "/", ro: spec.Root != nil && spec.Root.Readonly}, true
+	}
+	if spec.Linux != nil {
+		if slices.Contains(spec.Linux.MaskedPaths, mp) {
+			// runc: /dev/null bound over a file, a read-only tmpfs over a directory.
+			return mountRule{fstypes: []mnt.Fstype{mnt.Fstype_TMPFS}, external: true, root: "/"}, true
+		}
+		if slices.Contains(spec.Linux.ReadonlyPaths, mp) {
+			// runc: a read-only bind of the path onto itself.
+			typ, rel := parentOf(mp, spec)
+			return mountRule{fstypes: []mnt.Fstype{typ}, ro: true, root: rel}, true
+		}
+	}
+	for _, sm := range slices.Backward(spec.Mounts) {
+		if sm.Destination == mp {
+			return specMountRule(sm), true
+		}
+		// cgroup v1: libcontainer mounts one bind per controller under the
+		// cgroup mount, external in the image.
+		if sm.Type == "cgroup" && strings.HasPrefix(mp, sm.Destination+"/") && !strings.Contains(strings.TrimPrefix(mp, sm.Destination+"/"), "/") {
+			return mountRule{external: true, ro: slices.Contains(sm.Options, "ro")}, true
+		}
+	}
+	return mountRule{}, false
+}
+
+func specMountRule(sm specs.Mount) mountRule {
+	ro := slices.Contains(sm.Options, "ro") || slices.Contains(sm.Options, "rro")
+	if typ, ok := fstypeOf[sm.Type]; ok {
+		return mountRule{fstypes: []mnt.Fstype{typ}, ro: ro, root: "/"}
+	}
+	if sm.Type == "cgroup" || sm.Type == "cgroup2" {
+		// v1: a tmpfs holding the controllers' binds; v2: cgroup2.
+		return mountRule{fstypes: []mnt.Fstype{mnt.Fstype_TMPFS, mnt.Fstype_CGROUP2}, external: true, ro: ro, rwTmpfs: true}
+	}
+	return mountRule{external: true, ro: ro} // bind mounts: external in the image
+}
+
+// fstypeOf maps the spec's mount types to CRIU's.
+var fstypeOf = map[string]mnt.Fstype{
+	"proc": mnt.Fstype_PROC, "sysfs": mnt.Fstype_SYSFS, "devpts": mnt.Fstype_DEVPTS,
+	"mqueue": mnt.Fstype_MQUEUE, "tmpfs": mnt.Fstype_TMPFS,
+}
+
+// parentOf is the type of the spec mount a read-only path lies in (proc
+// for /proc/sys) and the path within it ("/sys").
+func parentOf(mp string, spec *specs.Spec) (mnt.Fstype, string) {
+	best := ""
+	for _, sm := range spec.Mounts {
+		if strings.HasPrefix(mp, sm.Destination+"/") && len(sm.Destination) > len(best) {
+			best = sm.Destination
+		}
+	}
+	for _, sm := range spec.Mounts {
+		if sm.Destination == best {
+			return fstypeOf[sm.Type], strings.TrimPrefix(mp, best)
+		}
+	}
+	return mnt.Fstype_UNSUPPORTED, mp
+}
+
+// readMounts decodes a mountpoints-*.img.
+func readMounts(path string) ([]*mnt.MntEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	img, err := crit.New(f, nil, "", false, true).Decode(&mnt.MntEntry{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*mnt.MntEntry, 0, len(img.Entries))
+	for _, e := range img.Entries {
+		m, ok := e.Message.(*mnt.MntEntry)
+		if !ok {
+			return nil, fmt.Errorf("not a mount entry")
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

@@ -1,0 +1,91 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/checkpoint-restore/go-criu/v8/crit"
+	"github.com/checkpoint-restore/go-criu/v8/crit/images/pstree"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/minicri/minicri/internal/pidns"
+)
+
+// reservePids keeps the pids the checkpoint's tasks need free in the PID
+// namespace the container joins (the pod's, shared): the namespace's next
+// processes are given higher pids (internal/pidns). Done at create, so a
+// RestorePod reserves every container's pids before the first is restored
+// and starts forking. A container with a PID namespace of its own, or the
+// host's, needs nothing.
+func (c *creation) reservePids(context.Context) error {
+	ns := joinedPidNS(c.spec)
+	if ns == "" {
+		return nil
+	}
+	top, err := maxCheckpointPid(filepath.Join(c.m.ctrStateDir(c.rec.ID), checkpointImagesDir, "pstree.img"))
+	if err != nil {
+		return fmt.Errorf("%w: checkpoint image pstree.img: %v", ErrInvalid, err)
+	}
+	if limit, err := pidMax(); err == nil && top >= limit {
+		return fmt.Errorf("%w: checkpoint holds pid %d; this node's pid_max is %d", ErrInvalid, top, limit)
+	}
+	if err := pidns.ReserveUpTo(ns, top); err != nil {
+		return fmt.Errorf("reserve the checkpoint's pids up to %d: %w", top, err)
+	}
+	return nil
+}
+
+// pidMax is the node's kernel.pid_max: no pid reaches it.
+func pidMax() (uint32, error) {
+	data, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 32)
+	return uint32(n), err
+}
+
+// joinedPidNS is the path of the existing PID namespace spec joins, if any.
+func joinedPidNS(spec *specs.Spec) string {
+	if spec.Linux == nil {
+		return ""
+	}
+	for _, ns := range spec.Linux.Namespaces {
+		if ns.Type == specs.PIDNamespace {
+			return ns.Path
+		}
+	}
+	return ""
+}
+
+// maxCheckpointPid is the highest pid pstree.img gives a task, a thread,
+// a process group or a session (CRIU recreates all of them).
+func maxCheckpointPid(path string) (uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }()
+	img, err := crit.New(f, nil, "", false, true).Decode(&pstree.PstreeEntry{})
+	if err != nil {
+		return 0, err
+	}
+	var top uint32
+	for _, e := range img.Entries {
+		pe, ok := e.Message.(*pstree.PstreeEntry)
+		if !ok {
+			return 0, fmt.Errorf("not a pstree entry")
+		}
+		for _, p := range append([]uint32{pe.GetPid(), pe.GetPgid(), pe.GetSid()}, pe.GetThreads()...) {
+			top = max(top, p)
+		}
+	}
+	if top == 0 {
+		return 0, fmt.Errorf("no task")
+	}
+	return top, nil
+}
