@@ -2,7 +2,8 @@
 # everything that needs tools depends on `deps` (fast when already done).
 #
 #   make run          build, install what is missing, run minicri in the foreground
-#   make test         vet + lint + unit + fuzz + integration + critest + e2e + e2e-evented + vmtest-ci,
+#   make test         vet + lint + unit + fuzz + integration + critest + e2e + e2e-evented +
+#                     conformance-ci + vmtest-ci,
 #                     stops at the first failure
 #   make lint         golangci-lint (.golangci.yml): govet staticcheck errcheck gosec ineffassign unused
 #   make fuzz         every Go fuzz target for FUZZTIME each (hack/fuzz.sh)
@@ -52,7 +53,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt clean FORCE
-.PHONY: cluster cluster-down cluster-netcheck cluster-test conformance-ci
+.PHONY: cluster cluster-down cluster-netcheck cluster-scale cluster-test conformance-ci
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
@@ -154,6 +155,10 @@ cluster-down:
 cluster-netcheck:
 	test/cluster/netcheck.sh
 
+# kubectl apply of a 20-replica Deployment to all Running on the running cluster, median of 3.
+cluster-scale:
+	test/cluster/scale.sh
+
 # All three: up, netcheck, down (down also after a failed netcheck; a failed up cleans up).
 cluster-test: build
 	test/cluster/up.sh && { test/cluster/netcheck.sh; rc=$$?; test/cluster/down.sh || rc=1; exit $$rc; }
@@ -177,6 +182,7 @@ test: deps
 	$(call phase,critest)
 	$(call phase,e2e)
 	$(call phase,e2e-evented)
+	$(call phase,conformance-ci)
 	$(call phase,vmtest-ci)
 
 # ---- VM lab (test/vm) ------------------------------------------------------

@@ -55,13 +55,14 @@ for node in "${CL_NODE_NAMES[@]}"; do
 		[ -z "$(find /sys/fs/cgroup -maxdepth 2 -path "*$cg" 2>/dev/null)" ] || { cl_log "cgroup $cg left"; rc=1; }
 	fi
 	ns=$(nget "$node" netns)
-	# Deleting the netns deletes its end of the veth, and so the pair.
+	# Deleting the netns deletes its end of the veth, and so the pair: asynchronously (the
+	# kernel's netns cleanup work), so the host end may vanish between show and del.
 	if [ -n "$ns" ] && [ -e "/run/netns/$ns" ]; then
 		ip netns del "$ns" || { cl_log "cannot delete netns $ns"; rc=1; }
 	fi
 	veth=$(nget "$node" veth)
 	if [ -n "$veth" ] && ip link show "$veth" >/dev/null 2>&1; then
-		ip link del "$veth" || { cl_log "cannot delete $veth"; rc=1; }
+		ip link del "$veth" 2>/dev/null || ! ip link show "$veth" >/dev/null 2>&1 || { cl_log "cannot delete $veth"; rc=1; }
 	fi
 done
 for r in "${CL_HOST_ROUTES[@]}"; do ip route del "$r" 2>/dev/null || true; done

@@ -4,7 +4,7 @@
 # The control plane (etcd, kube-apiserver, kube-controller-manager with node IPAM,
 # kube-scheduler) and CoreDNS run on the host; each of CLUSTER_NODES worker nodes has its
 # own network namespace on the underlay bridge mcri-cl0 (10.N.255.0/24, the first
-# 10.190-199.0.0/16 no route touches), its own runtime instance (socket, root, state,
+# 10.190-196.0.0/16 no route touches), its own runtime instance (socket, root, state,
 # cgroup parent, CNI bridge on the node's podCIDR), kubelet and kube-proxy. Pods reach
 # pods on other nodes through per-node routes; Services through kube-proxy; cluster DNS
 # through CoreDNS behind the kube-dns Service. Images come from the offline registry
@@ -83,7 +83,8 @@ if [ ! -x "${INSTANCE_REGISTRY_BIN:-}" ]; then
 fi
 
 # ---- state, underlay, node namespaces ---------------------------------------------------
-SUBNET=$(free_subnet16 190 199) || { cl_log "no free 10.190-199.0.0/16 for the cluster"; exit 1; }
+# 10.197-199 are hack/bench.sh's (197, 198) and test/critest's (199) even while they are not running.
+SUBNET=$(free_subnet16 190 196) || { cl_log "no free 10.190-196.0.0/16 for the cluster"; exit 1; }
 NET=${SUBNET%.0.0/16}
 GW=$NET.255.1
 CLUSTER_CIDR=$NET.0.0/17

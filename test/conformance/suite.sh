@@ -12,6 +12,11 @@
 #   CONFORMANCE_SKIP      more of --ginkgo.skip (a regexp), besides the exclusions
 #   CONFORMANCE_TIMEOUT   --ginkgo.timeout (default 12h)
 #   CONFORMANCE_ARGS      more e2e.test flags
+#   CONFORMANCE_SEED      Ginkgo's random seed (the spec order; the same on two runtimes)
+#   CONFORMANCE_PROCS     parallel Ginkgo processes (default 8): e2e.test runs under the
+#                         Ginkgo CLI (ginkgo -p --procs=N, CONFORMANCE_BIN/ginkgo); the
+#                         [Serial] specs (Ginkgo's Serial decorator) run after the others,
+#                         alone on process 1; 1 runs e2e.test itself, serially
 #   KUBECTL               kubectl for the kubectl specs (default: test/e2e/tools.sh's)
 #   KUBE_TEST_REPO_LIST   passed through to e2e.test (not needed: the offline registry's
 #                         hosts.toml mirrors serve the images under their public names)
@@ -44,13 +49,21 @@ log "focus: $FOCUS"
 log "skipping $(sed -e '/^[[:space:]]*#/d' -e '/^[[:space:]]*$/d' $EXCLUDED | wc -l) excluded patterns${CONFORMANCE_SKIP:+ and $CONFORMANCE_SKIP}"
 start=$(date +%s)
 args=(--provider=skeleton --kubeconfig="$KUBECONFIG" --kubectl-path="$KUBECTL"
-	--report-dir="$OUT/report" --disable-log-dump
-	--ginkgo.focus="$FOCUS" --ginkgo.timeout="${CONFORMANCE_TIMEOUT:-12h}" --ginkgo.no-color
-	--ginkgo.poll-progress-after=5m)
-[ -z "$skip" ] || args+=(--ginkgo.skip="$skip")
-# shellcheck disable=SC2086 # CONFORMANCE_ARGS is a list of flags
+	--report-dir="$OUT/report" --disable-log-dump)
+# Ginkgo's own flags: e2e.test's --ginkgo.X, or the CLI's --X.
+gargs=(--focus="$FOCUS" --timeout="${CONFORMANCE_TIMEOUT:-12h}" --no-color --poll-progress-after=5m)
+[ -z "$skip" ] || gargs+=(--skip="$skip")
+[ -z "${CONFORMANCE_SEED:-}" ] || gargs+=(--seed="$CONFORMANCE_SEED")
+procs=${CONFORMANCE_PROCS:-8}
 rc=0
-"$BIN/e2e.test" "${args[@]}" ${CONFORMANCE_ARGS:-} >"$OUT/e2e.log" 2>&1 || rc=$?
+if [ "$procs" -gt 1 ]; then
+	log "$procs parallel Ginkgo processes ([Serial] specs last, alone)"
+	# shellcheck disable=SC2086 # CONFORMANCE_ARGS is a list of flags
+	"$BIN/ginkgo" -p --procs="$procs" "${gargs[@]}" "$BIN/e2e.test" -- "${args[@]}" ${CONFORMANCE_ARGS:-} >"$OUT/e2e.log" 2>&1 || rc=$?
+else
+	# shellcheck disable=SC2086 # CONFORMANCE_ARGS is a list of flags
+	"$BIN/e2e.test" "${args[@]}" "${gargs[@]/#--/--ginkgo.}" ${CONFORMANCE_ARGS:-} >"$OUT/e2e.log" 2>&1 || rc=$?
+fi
 wall=$(($(date +%s) - start))
 log "e2e.test exited $rc after ${wall}s (log: $OUT/e2e.log)"
 report=$OUT/report/junit_01.xml

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # test/e2e/toolslib.sh — build a Go command through a wrapper module, cached by a key of the
 # wrapper's go.mod/go.sum, the link flags and Go (sourced by test/e2e/tools.sh and
-# test/cluster/tools.sh). Needs ROOT, CACHE_DIR, GO and LOG set.
+# test/cluster/tools.sh and test/conformance/tools.sh). Needs ROOT, CACHE_DIR, GO and LOG set.
 
 log() { echo "e2e-tools: $*" >&2; }
 
@@ -11,17 +11,35 @@ key() {
 	{ cat "$1/go.mod" "$1/go.sum"; echo "$2"; "$GO" env GOVERSION GOARCH; } | sha256sum | cut -c1-12
 }
 
-# ensure NAME WRAPPER_DIR LDFLAGS PKG... : prints the directory holding the built commands.
-# TOOLS_TAGS (optional): build tags, part of the key when set.
+# ensure NAME WRAPPER_DIR LDFLAGS PKG... : prints the directory holding the built commands
+# (go build of each PKG). TOOLS_TAGS (optional): build tags, part of the key when set.
 ensure() {
-	local name=$1 wrapper=$2 ldflags="-s -w $3" k dir tmp start pkgs=() p tags=${TOOLS_TAGS:-}
+	local name=$1 wrapper=$2 ld=$3 files=() p
 	shift 3
-	pkgs=("$@")
+	_ensure_pkgs=("$@")
+	for p in "$@"; do files+=("$(cmdname "$p")"); done
+	ensure_with build_pkgs "$name" "$wrapper" "$ld" "${files[@]}"
+}
+
+# build_pkgs TMP LDFLAGS: ensure's builder (go build of _ensure_pkgs into TMP).
+build_pkgs() {
+	"$GO" build -trimpath -tags="${TOOLS_TAGS:-}" -ldflags="$2" -o "$1/" "${_ensure_pkgs[@]}"
+}
+
+# ensure_with BUILDER NAME WRAPPER_DIR LDFLAGS FILE... : prints the directory holding FILE...,
+# built by `BUILDER TMP "-s -w LDFLAGS"` (run in WRAPPER_DIR with GOFLAGS=-mod=readonly,
+# output to LOG) into a temporary directory and cached in CACHE_DIR/NAME-<key> (a missing,
+# incomplete or stale entry is rebuilt; an unwritable cache builds into _output/e2e).
+# TOOLS_TAGS, when set, is part of the key.
+ensure_with() {
+	local builder=$1 name=$2 wrapper=$3 ldflags="-s -w $4" k dir tmp start files=() f tags=${TOOLS_TAGS:-}
+	shift 4
+	files=("$@")
 	k=$(key "$wrapper" "$ldflags${tags:+ tags=$tags}")
 	dir=$CACHE_DIR/$name-$k
 	if [ -f "$dir/.complete" ] && [ "$(cat "$dir/.complete")" = "$name-$k" ]; then
 		local ok=1
-		for p in "${pkgs[@]}"; do [ -x "$dir/$(cmdname "$p")" ] || ok=0; done
+		for f in "${files[@]}"; do [ -x "$dir/$f" ] || ok=0; done
 		if [ $ok = 1 ]; then
 			log "$name: cached in $dir"
 			echo "$dir"
@@ -29,9 +47,9 @@ ensure() {
 		fi
 	fi
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/e2e-build.XXXXX")
-	log "$name: building ${pkgs[*]} (log: $LOG); the first cold build takes long"
+	log "$name: building ${files[*]} (log: $LOG); the first cold build takes long"
 	start=$(date +%s)
-	if ! (cd "$wrapper" && GOFLAGS=-mod=readonly "$GO" build -trimpath -tags="$tags" -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}") >>"$LOG" 2>&1; then
+	if ! (cd "$wrapper" && GOFLAGS=-mod=readonly "$builder" "$tmp" "$ldflags") >>"$LOG" 2>&1; then
 		tail -n 30 "$LOG" >&2
 		rm -rf "$tmp"
 		log "$name: build FAILED after $(($(date +%s) - start))s"
@@ -49,6 +67,7 @@ ensure() {
 	else
 		rm -rf "$dir.tmp.$$" 2>/dev/null || true
 		log "note: could not write cache $dir; using $ROOT/_output/e2e/$name-$k"
+		mkdir -p "$ROOT/_output/e2e"
 		rm -rf "$ROOT/_output/e2e/$name-$k"
 		mv "$tmp" "$ROOT/_output/e2e/$name-$k"
 		echo "$ROOT/_output/e2e/$name-$k"
