@@ -570,7 +570,9 @@ func (p *puller) addLayers(rec *record, m *v1.Manifest, diffIDs []v1.Hash) error
 			Digest: l.Digest.String(), DiffID: diffIDs[i].String(), MediaType: string(l.MediaType), Size: l.Size,
 		})
 		rec.Size += uint64(l.Size)
-		if !exists(p.s.blobPath(l.Digest.String())) {
+	}
+	for i, l := range rec.Layers {
+		if _, ok := p.layerDir(rec.Layers, i); !ok {
 			todo += l.Size
 		}
 	}
@@ -705,21 +707,17 @@ func (p *puller) openBlob(ctx context.Context, cl *remote.Puller, d v1.Hash) (io
 	return l.Compressed()
 }
 
-// ensureLayer makes both layer i's blob and its unpacked directory exist.
+// ensureLayer makes layer i's unpacked directory exist. Layer blobs are not
+// kept (as CRI-O's containers/storage does, and containerd with
+// discard_unpacked_layers): the directory is the layer. A blob left by an
+// older store whose directory is gone is unpacked from disk.
 func (p *puller) ensureLayer(ctx context.Context, ps *progressSet, layers []layerRecord, i int) error {
 	s, l := p.s, layers[i]
-	blobPath := s.blobPath(l.Digest)
-	_, haveDir := p.layerDir(layers, i)
-	haveBlob := exists(blobPath)
-	lowers := p.lowersOf(layers, i)
-	switch {
-	case haveBlob && haveDir:
+	if _, ok := p.layerDir(layers, i); ok {
 		return nil
-	case haveBlob:
-		f, err := os.Open(blobPath)
-		if err != nil {
-			return err
-		}
+	}
+	lowers := p.lowersOf(layers, i)
+	if f, err := os.Open(s.blobPath(l.Digest)); err == nil {
 		defer f.Close()
 		tmp, used, err := s.unpackLayer(ctx, io.TeeReader(f, countingWriter{ps}), l.DiffID, p.lim, lowers)
 		if err != nil {
@@ -731,16 +729,18 @@ func (p *puller) ensureLayer(ctx context.Context, ps *progressSet, layers []laye
 		return p.commitLayer(tmp, used, layers, i)
 	}
 	return p.tryEndpoints(ctx, capPull, "layer "+l.Digest, func(_ int, cl *remote.Puller) error {
-		return p.downloadLayer(ctx, ps, cl, layers, i, haveDir, lowers)
+		return p.downloadLayer(ctx, ps, cl, layers, i, lowers)
 	})
 }
 
-// downloadLayer downloads layer i from one endpoint, unpacking it as it
-// comes unless its directory exists. The directory is renamed into place
-// only once the blob's digest is verified. An unpack error of a blob whose
-// digest is right is the image's fault, not the endpoint's (imageFault).
+// downloadLayer downloads layer i from one endpoint and unpacks it as it
+// comes. The directory is renamed into place only once the blob's size and
+// digest are verified: go-containerregistry's blob reader hashes what it
+// reads and fails at EOF on a wrong digest (internal/verify), sizedReader
+// fails on a wrong size. An unpack error of a blob whose digest is right
+// is the image's fault, not the endpoint's (imageFault).
 func (p *puller) downloadLayer(ctx context.Context, ps *progressSet, cl *remote.Puller, layers []layerRecord, i int,
-	haveDir bool, lowers func(context.Context) ([]string, error)) error {
+	lowers func(context.Context) ([]string, error)) error {
 	s, l := p.s, layers[i]
 	h, _ := v1.NewHash(l.Digest)
 	rc, err := p.openBlob(ctx, cl, h)
@@ -748,31 +748,15 @@ func (p *puller) downloadLayer(ctx context.Context, ps *progressSet, cl *remote.
 		return err
 	}
 	defer rc.Close()
-	bt, err := s.newBlobTemp(l.Digest, l.Size)
-	if err != nil {
-		return &imageFault{err}
-	}
-	defer bt.discard()
-	bt.sourceVerified()
-	r := io.TeeReader(&ctxReader{ctx: ctx, r: rc}, io.MultiWriter(bt, countingWriter{ps}))
-	if haveDir {
-		if _, err := io.Copy(io.Discard, r); err != nil {
-			return err
-		}
-		return bt.commit()
-	}
+	r := io.TeeReader(&sizedReader{r: &ctxReader{ctx: ctx, r: rc}, left: l.Size, digest: l.Digest}, countingWriter{ps})
 	tmp, used, err := s.unpackLayer(ctx, r, l.DiffID, p.lim, lowers)
 	if err != nil {
 		if contextErr(ctx) != nil {
 			return err
 		}
 		// A corrupt blob shows up as a decompression or tar error; it is
-		// the endpoint's if the digest proves it corrupt.
-		_, cerr := io.Copy(io.Discard, r)
-		if cerr == nil {
-			cerr = bt.verify()
-		}
-		if cerr != nil && contextErr(ctx) == nil {
+		// the endpoint's if reading it to the end proves it corrupt.
+		if _, cerr := io.Copy(io.Discard, r); cerr != nil && contextErr(ctx) == nil {
 			return fmt.Errorf("corrupt blob: %w (%v)", cerr, err)
 		}
 		if contextErr(ctx) != nil {
@@ -784,14 +768,32 @@ func (p *puller) downloadLayer(ctx context.Context, ps *progressSet, cl *remote.
 		_ = os.RemoveAll(tmp)
 		return err
 	}
-	if err := bt.commit(); err != nil {
-		_ = os.RemoveAll(tmp)
-		return err
-	}
 	if err := p.commitLayer(tmp, used, layers, i); err != nil {
 		return &imageFault{err}
 	}
 	return nil
+}
+
+// sizedReader fails a blob that is longer or shorter than the manifest says.
+type sizedReader struct {
+	r      io.Reader
+	left   int64
+	digest string
+}
+
+func (s *sizedReader) Read(b []byte) (int, error) {
+	if int64(len(b)) > s.left+1 {
+		b = b[:s.left+1]
+	}
+	n, err := s.r.Read(b)
+	s.left -= int64(n)
+	switch {
+	case s.left < 0:
+		return n, fmt.Errorf("blob %s: longer than the manifest's size", s.digest)
+	case errors.Is(err, io.EOF) && s.left > 0:
+		return n, fmt.Errorf("blob %s: %d bytes short of the manifest's size: %w", s.digest, s.left, io.ErrUnexpectedEOF)
+	}
+	return n, err
 }
 
 // imageFault is an error no other endpoint can mend: content that
