@@ -19,6 +19,7 @@ import (
 
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/monitor"
 	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
@@ -129,7 +130,10 @@ func Run(cfg config.Config) error {
 	return errors.Join(err, stream.Stop(), sandboxes.Close(), net.Close(noPods))
 }
 
-// programs finds minicri's own executable and the pause program.
+// programs finds minicri's own executable and the pause program, and checks
+// that the monitor's two programs are next to it: without them no pod could
+// start, and the daemon says so at once rather than at the first
+// RunPodSandbox.
 func programs(cfg config.Config) (exe, pause string, err error) {
 	exe, err = os.Executable()
 	if err != nil {
@@ -141,6 +145,9 @@ func programs(cfg config.Config) (exe, pause string, err error) {
 	}
 	if _, err := os.Stat(pause); err != nil {
 		return "", "", fmt.Errorf("pause program: %w", err)
+	}
+	if err := monitor.CheckPrograms(exe); err != nil {
+		return "", "", err
 	}
 	return exe, pause, nil
 }

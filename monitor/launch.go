@@ -29,6 +29,23 @@ const (
 	HelperBinaryName = "minicri-monitor-helper"
 )
 
+// CheckPrograms reports an error unless the monitor's programs are
+// executable regular files next to exe (minicri's own binary).
+func CheckPrograms(exe string) error {
+	bin := filepath.Dir(exe)
+	for _, name := range []string{BinaryName, HelperBinaryName} {
+		p := filepath.Join(bin, name)
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("monitor program: %w (install it next to %s: make build)", err, exe)
+		}
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			return fmt.Errorf("monitor program %s: not an executable file", p)
+		}
+	}
+	return nil
+}
+
 // Launch starts a detached monitor for spec and waits until its pause runs.
 // exe is minicri's own binary: the monitor and its helper are next to it. The monitor forks once and its
 // parent exits, so it is re-parented away from the daemon and lives in a
