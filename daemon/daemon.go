@@ -19,10 +19,10 @@ import (
 
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/image"
-	"github.com/minicri/minicri/monitor"
 	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
+	"github.com/minicri/minicri/monitor"
 	"github.com/minicri/minicri/network"
 	"github.com/minicri/minicri/sandbox"
 	"github.com/minicri/minicri/server"
