@@ -154,9 +154,17 @@ func TestReady(t *testing.T) {
 }
 
 func TestDefaultConfList(t *testing.T) {
-	list, raw, err := defaultConfList("mcriunit", "mcriunit0", "10.204.0.0/16", "/data/ipam")
+	list, raw, err := defaultConfList("mcriunit", "mcriunit0", "10.204.0.0/16", "/data/ipam", true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	noPorts, rawNoPorts, err := defaultConfList("mcriunit", "mcriunit0", "10.204.0.0/16", "/data/ipam", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if noPorts.Name != list.Name || len(noPorts.Plugins) != 1 || noPorts.Plugins[0].Network.Type != "bridge" ||
+		strings.Contains(string(rawNoPorts), "portmap") {
+		t.Fatalf("list without ports = %+v\n%s", noPorts, rawNoPorts)
 	}
 	if list.Name != "mcriunit" || list.CNIVersion != "1.0.0" || len(list.Plugins) != 2 {
 		t.Fatalf("list = %+v", list)

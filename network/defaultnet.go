@@ -12,9 +12,9 @@ var defaultPlugins = []string{"bridge", "host-local", "portmap"}
 
 // defaultConfListBytes renders the built-in network: bridge (no per-pod
 // ipMasq; minicri installs one static masquerade rule instead) with
-// host-local IPAM, then portmap. There is no loopback plugin: minicri brings
-// `lo` up itself.
-func defaultConfListBytes(name, bridge, subnet, dataDir string) ([]byte, error) {
+// host-local IPAM, then portmap unless withPorts is false. There is no
+// loopback plugin: minicri brings `lo` up itself.
+func defaultConfListBytes(name, bridge, subnet, dataDir string, withPorts bool) ([]byte, error) {
 	type obj = map[string]any
 	list := obj{
 		"cniVersion": "1.0.0",
@@ -33,12 +33,14 @@ func defaultConfListBytes(name, bridge, subnet, dataDir string) ([]byte, error) 
 					"routes":  []any{obj{"dst": "0.0.0.0/0"}},
 				},
 			},
-			obj{
-				"type":         "portmap",
-				"capabilities": obj{"portMappings": true},
-				"snat":         true,
-			},
 		},
+	}
+	if withPorts {
+		list["plugins"] = append(list["plugins"].([]any), obj{
+			"type":         "portmap",
+			"capabilities": obj{"portMappings": true},
+			"snat":         true,
+		})
 	}
 	b, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {
@@ -48,8 +50,8 @@ func defaultConfListBytes(name, bridge, subnet, dataDir string) ([]byte, error) 
 }
 
 // defaultConfList parses the rendered built-in network.
-func defaultConfList(name, bridge, subnet, dataDir string) (*libcni.NetworkConfigList, []byte, error) {
-	b, err := defaultConfListBytes(name, bridge, subnet, dataDir)
+func defaultConfList(name, bridge, subnet, dataDir string, withPorts bool) (*libcni.NetworkConfigList, []byte, error) {
+	b, err := defaultConfListBytes(name, bridge, subnet, dataDir, withPorts)
 	if err != nil {
 		return nil, nil, err
 	}

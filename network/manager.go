@@ -33,6 +33,11 @@ type Manager struct {
 	mu          sync.Mutex
 	subnet      string                    // current subnet of the default network
 	defaultList *libcni.NetworkConfigList // built-in network for subnet
+	// defaultNoPorts is defaultList without portmap, for pods without
+	// port mappings: portmap has nothing to do for them, yet it costs a
+	// plugin run and two iptables runs at ADD and at DEL. DEL uses the
+	// list ADD used (libcni's cache), so the two always match.
+	defaultNoPorts *libcni.NetworkConfigList
 	masqFor     string                    // subnet the masquerade rule is installed for; "" = none
 }
 
@@ -114,7 +119,11 @@ func (m *Manager) defaultConfPath() string {
 // re-installs the masquerade rule if one is installed, then swaps the
 // conflist. Must not be called with m.mu held.
 func (m *Manager) switchDefaultSubnet(subnet string, persist bool) error {
-	list, raw, err := defaultConfList(m.cfg.DefaultName, m.cfg.DefaultBridge, subnet, m.cfg.DataDir)
+	list, raw, err := defaultConfList(m.cfg.DefaultName, m.cfg.DefaultBridge, subnet, m.cfg.DataDir, true)
+	if err != nil {
+		return err
+	}
+	noPorts, _, err := defaultConfList(m.cfg.DefaultName, m.cfg.DefaultBridge, subnet, m.cfg.DataDir, false)
 	if err != nil {
 		return err
 	}
@@ -133,7 +142,7 @@ func (m *Manager) switchDefaultSubnet(subnet string, persist bool) error {
 		}
 	}
 	m.subnet = subnet
-	m.defaultList = list
+	m.defaultList, m.defaultNoPorts = list, noPorts
 	if err := writeFileAtomic(m.defaultConfPath(), raw, 0o644); err != nil {
 		// Informational copy only.
 		logger().Warn("cannot write default network config copy", "path", m.defaultConfPath(), "error", err)
@@ -178,6 +187,21 @@ func (m *Manager) currentList() (list *libcni.NetworkConfigList, isDefault bool,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.defaultList, true, nil
+}
+
+// forPod is the list that the ADD of a pod with runtime arguments rt runs:
+// the built-in network without portmap when rt maps no host port, else
+// list.
+func (m *Manager) forPod(list *libcni.NetworkConfigList, isDefault bool, rt *libcni.RuntimeConf) *libcni.NetworkConfigList {
+	if _, hostPorts := rt.CapabilityArgs["portMappings"]; !isDefault || hostPorts {
+		return list
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.defaultNoPorts == nil || m.defaultList != list {
+		return list // the subnet changed meanwhile: keep the list checked
+	}
+	return m.defaultNoPorts
 }
 
 // Ready returns nil when pods can be networked, or an error wrapping

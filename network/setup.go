@@ -53,6 +53,7 @@ func (m *Manager) Setup(ctx context.Context, pod Pod) (Result, error) {
 	}
 
 	rt := runtimeConf(pod, pod.NetNSPath)
+	list = m.forPod(list, isDefault, rt)
 	cniRes, err := m.cni.AddNetworkList(ctx, list, rt)
 	var ips []string
 	if err == nil {

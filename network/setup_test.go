@@ -224,3 +224,41 @@ func writeFileT(t testing.TB, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPortmapOnlyForHostPorts: on the built-in network, portmap runs only
+// for a pod that maps a host port (it has nothing to do for the others, yet
+// costs a plugin run and two iptables runs at ADD and at DEL); DEL runs
+// the list ADD ran.
+func TestPortmapOnlyForHostPorts(t *testing.T) {
+	requireRoot(t)
+	e := newTestEnv(t, nil)
+	plain, _ := e.newPod(t, PortMapping{ContainerPort: 9090}) // no hostPort
+	mapped, _ := e.newPod(t, PortMapping{HostPort: 18932, ContainerPort: 8080, Protocol: "TCP"})
+	for _, c := range []struct {
+		pod     Pod
+		portmap bool
+	}{{plain, false}, {mapped, true}} {
+		e.setup(t, c.pod)
+		atts, err := e.m.cni.GetCachedAttachments(c.pod.ID)
+		if err != nil || len(atts) != 1 {
+			t.Fatalf("cached attachments of %s: %v, %v", c.pod.ID, atts, err)
+		}
+		if got := strings.Contains(string(atts[0].Config), `"portmap"`); got != c.portmap {
+			t.Errorf("pod %s (host port: %v): ADD ran portmap: %v\n%s", c.pod.ID, c.portmap, got, atts[0].Config)
+		}
+		if atts[0].Network != testName {
+			t.Errorf("network %q, want %q", atts[0].Network, testName)
+		}
+	}
+	if rules := iptablesSave(t); !strings.Contains(rules, "--dport 18932 -j DNAT") {
+		t.Fatalf("the mapped pod's DNAT rule is missing:\n%s", rules)
+	}
+	for _, p := range []Pod{plain, mapped} {
+		if err := e.m.Teardown(context.Background(), p); err != nil {
+			t.Fatalf("Teardown %s: %v", p.ID, err)
+		}
+	}
+	if rules := iptablesSave(t); strings.Contains(rules, mapped.ID) || strings.Contains(rules, "--dport 18932") {
+		t.Fatalf("DNAT rules left after Teardown:\n%s", rules)
+	}
+}
