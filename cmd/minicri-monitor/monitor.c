@@ -549,6 +549,94 @@ static void to_helper(struct conn *c, const char *line, size_t n, struct ctr *k,
 	buf_free(&m);
 }
 
+/*
+ * StartContainer of a libcontainer container, without a helper: what
+ * libcontainer's Exec does. The created init waits in open(2) of the write
+ * end of <runc root>/<id>/exec.fifo; opening the read end lets it write one
+ * byte and exec the container's process. Once the byte is read, the FIFO is
+ * removed (from then on libcontainer sees the container running). Anything
+ * unusual (an external runtime, an already started or exited container, a
+ * FIFO that cannot be opened) goes to the helper, which answers as before.
+ * The wait is one more descriptor in the loop (W_START): never blocking.
+ */
+static void start_end(struct conn *c)
+{
+	if (c->start_fd >= 0)
+		close(c->start_fd);
+	c->start_fd = -1;
+	free(c->start_fifo);
+	c->start_fifo = NULL;
+}
+
+static int start_direct(struct conn *c, struct ctr *k)
+{
+	char root[4096];
+	struct jv v;
+	if ((k->runtime && k->runtime[0]) || k->started || k->reaped || !k->ctx)
+		return 0;
+	if (json_get(k->ctx, strlen(k->ctx), "runc_root", &v) != 1 || jv_str(v, root, sizeof root) != 0 || root[0] != '/')
+		return 0;
+	struct buf path = {0};
+	buf_addf(&path, "%s/%s/exec.fifo", root, k->id);
+	buf_add(&path, "", 1);
+	int fd = open(path.p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		buf_free(&path);
+		return 0;
+	}
+	c->start_fd = fd;
+	c->start_fifo = path.p; /* owned by c now */
+	c->state = C_WAIT;
+	c->wait = W_START;
+	c->deadline = after_ms(60000);
+	return 1;
+}
+
+/* start_check reads the init's byte. No byte at EOF (the init's end closed)
+ * or once gone (the init reaped, or the container deleted) means the init
+ * died before it was started. */
+static void start_check(struct conn *c, int gone)
+{
+	struct ctr *k = find_ctr(c->id);
+	char b[8];
+	ssize_t r = read(c->start_fd, b, sizeof b);
+	if (r > 0) {
+		if (unlink(c->start_fifo) != 0 && errno != ENOENT)
+			mlog("WARN", "remove exec fifo of %s: %s", c->id, strerror(errno));
+		start_end(c);
+		if (!k) {
+			conn_reply_error(c, "container %s: unknown to this monitor", c->id);
+			return;
+		}
+		k->started = 1;
+		clock_gettime(CLOCK_REALTIME, &k->started_at);
+		reply_ctr(c, k);
+		return;
+	}
+	if (r < 0 && errno == EAGAIN && !gone)
+		return; /* not written yet */
+	/* EOF: the init closed its end without the byte, i.e. it died. */
+	int e = errno;
+	start_end(c);
+	conn_reply_error(c, "start container %s: %s", c->id,
+			 r < 0 && e != EAGAIN ? strerror(e) : "container process is already dead");
+}
+
+/* start_waiters checks the W_START requests whose container is gone. */
+static void start_waiters(void)
+{
+	for (struct conn *c = conns; c; c = c->next) {
+		if (c->state != C_WAIT || c->wait != W_START)
+			continue;
+		struct ctr *k = find_ctr(c->id);
+		if (!k || k->reaped)
+			start_check(c, 1);
+	}
+}
+
 static int is_op(const char *op, const char *name) { return strcmp(op, name) == 0; }
 
 static void handle_request(struct conn *c, const char *line, size_t n)
@@ -607,7 +695,10 @@ static void handle_request(struct conn *c, const char *line, size_t n)
 	long long sig = 0, timeout = 0, w = 0, h = 0;
 	if (is_op(op, "inspect")) {
 		reply_ctr(c, k);
-	} else if (is_op(op, "start") || is_op(op, "reopen-log")) {
+	} else if (is_op(op, "start")) {
+		if (!start_direct(c, k))
+			to_helper(c, line, n, k, simple_helper_reply);
+	} else if (is_op(op, "reopen-log")) {
 		to_helper(c, line, n, k, simple_helper_reply);
 	} else if (is_op(op, "kill")) {
 		if (json_get(line, n, "signal", &v) == 1)
@@ -843,7 +934,7 @@ static void start(void)
 
 /* ---- the loop --------------------------------------------------------------------------- */
 
-enum { P_LISTEN, P_SIG, P_CONN, P_OUT, P_ERR, P_STDIN, P_OOM, P_HELPER };
+enum { P_LISTEN, P_SIG, P_CONN, P_OUT, P_ERR, P_STDIN, P_OOM, P_HELPER, P_START };
 struct pref {
 	int kind;
 	void *p;
@@ -905,6 +996,7 @@ static void accept_conns(void)
 			return;
 		}
 		c->fd = fd;
+		c->start_fd = -1;
 		c->next = conns;
 		conns = c;
 	}
@@ -924,6 +1016,9 @@ static void timers(void)
 			conn_reply_error(c, "container %s did not exit after SIGKILL", c->id);
 		} else if (c->wait == W_STOP) {
 			conn_reply_error(c, "pod did not stop within 30s");
+		} else if (c->wait == W_START) {
+			start_end(c);
+			conn_reply_error(c, "start container %s: its init did not take the start within 60s", c->id);
 		}
 	}
 	for (struct ctr *k = ctrs; k; k = k->next)
@@ -943,6 +1038,7 @@ static void sweep(void)
 			continue;
 		}
 		*pp = c->next;
+		start_end(c);
 		close(c->fd);
 		buf_free(&c->in);
 		buf_free(&c->out);
@@ -961,7 +1057,7 @@ static void loop(void)
 		for (struct helper *h = helpers; h; h = h->next)
 			need++;
 		for (struct conn *c = conns; c; c = c->next)
-			need++;
+			need += 2;
 		for (struct ctr *k = ctrs; k; k = k->next)
 			need += 4;
 		if (need > cap) {
@@ -983,6 +1079,8 @@ static void loop(void)
 				ev |= POLLIN;
 			if (ev)
 				ADD(c->fd, ev, P_CONN, c);
+			if (c->state == C_WAIT && c->wait == W_START && c->start_fd >= 0)
+				ADD(c->start_fd, POLLIN, P_START, c);
 		}
 		for (struct ctr *k = ctrs; k; k = k->next) {
 			if (k->out.fd >= 0)
@@ -1038,8 +1136,15 @@ static void loop(void)
 				maybe_finalize(k);
 				break;
 			case P_HELPER: helper_readable(ref[i].p); break;
+			case P_START: {
+				struct conn *c = ref[i].p;
+				if (c->state == C_WAIT && c->wait == W_START && c->start_fd == pfd[i].fd)
+					start_check(c, 0);
+				break;
+			}
 			}
 		}
+		start_waiters();
 		timers();
 		stop_check();
 		sweep();

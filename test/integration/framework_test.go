@@ -40,6 +40,7 @@ type instance struct {
 	noDefaultNetwork bool
 	registry         bool   // mirrors point at the test registry (withRegistry)
 	handler          string // RuntimeClass handler of every pod (runtimeclass_test.go)
+	bin              string // minicri binary (default minicriBin: MINICRI_BIN or bin/minicri)
 	cmd              *exec.Cmd
 	conn             *grpc.ClientConn
 	rt               runtimeapi.RuntimeServiceClient
@@ -119,7 +120,11 @@ func (i *instance) start() {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	i.cmd = exec.Command(minicriBin(t), "--config", filepath.Join(i.dir, "config.toml"),
+	bin := i.bin
+	if bin == "" {
+		bin = minicriBin(t)
+	}
+	i.cmd = exec.Command(bin, "--config", filepath.Join(i.dir, "config.toml"),
 		"--listen", "unix://"+i.sock, "--root", filepath.Join(i.dir, "root"),
 		"--state", filepath.Join(i.dir, "state"), "--log-level", "debug")
 	i.cmd.Stdout, i.cmd.Stderr = logf, logf
