@@ -622,7 +622,9 @@ static void start_check(struct conn *c, int gone)
 	int e = errno;
 	start_end(c);
 	conn_reply_error(c, "start container %s: %s", c->id,
-			 r < 0 && e != EAGAIN ? strerror(e) : "container process is already dead");
+			 r < 0 && e != EAGAIN ? strerror(e)
+			 : k && k->started   ? "cannot start an already running container" /* a concurrent start took the byte */
+					     : "container process is already dead");
 }
 
 /* start_waiters checks the W_START requests whose container is gone. */
