@@ -12,41 +12,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// checkpointPod runs CheckpointPod of the containers ids into a new directory.
-func (i *instance) checkpointPod(t *testing.T, podID string, ids ...string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "pod-ckpt")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := i.rt.CheckpointPod(ctx(t), &runtimeapi.CheckpointPodRequest{
-		PodSandboxId: podID, OutputPath: dir, ContainerIds: ids,
-	}); err != nil {
-		t.Fatalf("CheckpointPod: %v", err)
-	}
-	return dir
-}
-
-// restorePod restores the checkpoint in dir as a new pod with the given
-// container configs and starts every container; it returns the pod and
-// the container IDs by name.
-func (i *instance) restorePod(t *testing.T, dir string, pod *runtimeapi.PodSandboxConfig, ccs ...*runtimeapi.ContainerConfig) (string, map[string]string) {
-	t.Helper()
-	resp, err := i.rt.RestorePod(ctx(t), &runtimeapi.RestorePodRequest{CheckpointPath: dir, Config: pod, ContainerConfigs: ccs})
-	if err != nil {
-		t.Fatalf("RestorePod: %v", err)
-	}
-	ids := map[string]string{}
-	for _, c := range resp.RestoredContainers {
-		if st := i.ctrStatus(t, c.ContainerId); st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
-			t.Fatalf("restored container %s is %v before StartContainer", c.Name, st.State)
-		}
-		i.startCtr(t, c.ContainerId)
-		ids[c.Name] = c.ContainerId
-	}
-	return resp.PodSandboxId, ids
-}
-
 // TestCheckpointPodAndRestorePod checkpoints a two-container pod as one
 // cut and restores it as a new pod whose counters go on.
 func TestCheckpointPodAndRestorePod(t *testing.T) {
