@@ -67,8 +67,7 @@ func TestCheckpointPodAndRestorePod(t *testing.T) {
 	i.stopRemove(t, podA)
 
 	// Names must match the checkpoint exactly; nothing is created otherwise.
-	cfgB := podConfig("podckpt-restored")
-	cfgB.LogDirectory = filepath.Join(i.dir, "logs", cfgB.Metadata.Name)
+	cfgB := i.logPodConfig("podckpt-restored")
 	if _, err := i.rt.RestorePod(ctx(t), &runtimeapi.RestorePodRequest{CheckpointPath: dir, Config: cfgB, ContainerConfigs: ccs[:1]}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("RestorePod with one name missing: %v", err)
 	}
