@@ -63,6 +63,22 @@ func (i *instance) checkpointSource(t *testing.T, podName string, cfg *runtimeap
 	return src
 }
 
+// runCounters runs a counter (counterScript) of each name in the pod and
+// waits until each has logged upTo; it returns their IDs and configs.
+func (i *instance) runCounters(t *testing.T, podID string, pod *runtimeapi.PodSandboxConfig, upTo string, names ...string) ([]string, []*runtimeapi.ContainerConfig) {
+	t.Helper()
+	var ids []string
+	var ccs []*runtimeapi.ContainerConfig
+	for _, name := range names {
+		ccs = append(ccs, ctrConfig(name, counterScript))
+		ids = append(ids, i.run(t, podID, pod, ccs[len(ccs)-1]))
+	}
+	for _, id := range ids {
+		waitLog(t, i.ctrStatus(t, id).LogPath, upTo, 10*time.Second)
+	}
+	return ids, ccs
+}
+
 // restoring makes cfg restore from archive (a checkpoint archive's path or
 // a checkpoint image's reference, in the image field).
 func restoring(cfg *runtimeapi.ContainerConfig, archive string) *runtimeapi.ContainerConfig {

@@ -19,14 +19,7 @@ func TestCheckpointPodAndRestorePod(t *testing.T) {
 	i.pull(t, busybox)
 	podA, cfgA := i.podWithLogs(t, "podckpt")
 	_, infA := i.status(t, podA)
-	ccs := []*runtimeapi.ContainerConfig{ctrConfig("one", counterScript), ctrConfig("two", counterScript)}
-	var src []string
-	for _, cc := range ccs {
-		src = append(src, i.run(t, podA, cfgA, cc))
-	}
-	for _, id := range src {
-		waitLog(t, i.ctrStatus(t, id).LogPath, "3", 10*time.Second)
-	}
+	src, ccs := i.runCounters(t, podA, cfgA, "3", "one", "two")
 
 	// Bad requests write nothing and leave the pod running.
 	full := t.TempDir()
@@ -100,10 +93,8 @@ func TestRestorePodFailureLeavesNothing(t *testing.T) {
 	i.pull(t, busybox)
 	podA, cfgA := i.podWithLogs(t, "podckpt-bad")
 	_, infA := i.status(t, podA)
-	ccs := []*runtimeapi.ContainerConfig{ctrConfig("one", counterScript), ctrConfig("two", counterScript)}
-	one := i.run(t, podA, cfgA, ccs[0])
-	two := i.run(t, podA, cfgA, ccs[1])
-	waitLog(t, i.ctrStatus(t, two).LogPath, "2", 10*time.Second)
+	src, ccs := i.runCounters(t, podA, cfgA, "2", "one", "two")
+	one, two := src[0], src[1]
 	dir := i.checkpointPod(t, podA, one, two)
 	i.stopRemove(t, podA)
 	if err := os.WriteFile(filepath.Join(dir, two+".tar"), []byte("corrupt"), 0o600); err != nil {
