@@ -30,8 +30,7 @@ func (i *instance) pull(t *testing.T, ref string) string {
 // podWithLogs runs a pod whose log directory is under the instance.
 func (i *instance) podWithLogs(t *testing.T, name string) (string, *runtimeapi.PodSandboxConfig) {
 	t.Helper()
-	cfg := podConfig(name)
-	cfg.LogDirectory = filepath.Join(i.dir, "logs", cfg.Metadata.Name)
+	cfg := i.logPodConfig(name)
 	return i.runPod(t, cfg), cfg
 }
 

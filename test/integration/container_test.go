@@ -234,21 +234,7 @@ func TestKilledMonitorLeavesContainersManageable(t *testing.T) {
 	if err := syscall.Kill(podInf.MonitorPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// Reported: without its monitor the pod cannot start containers, so it
-	// is not ready any more (the kubelet recreates it). The kernel takes a
-	// moment to finish the killed process (seconds in the VM lab's emulated
-	// CPU): poll.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, _ := i.status(t, podID)
-		if st.State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod with a killed monitor is still %v after 10 s", st.State)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	i.waitMonitorGone(t, podID) // reported: the pod is not ready any more
 	if _, err := i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
 		t.Fatalf("stop without a monitor: %v", err)
 	}

@@ -38,10 +38,7 @@ func lastGot(t *testing.T, path string) (first, last int) {
 // from where it was frozen, its file moves with it, its log continues in
 // the new instance's log file.
 func TestMigratePodBetweenInstances(t *testing.T) {
-	a := newInstance(t, withRegistry())
-	b := newInstance(t, withRegistry())
-	a.pull(t, busybox)
-	b.pull(t, busybox)
+	a, b := twoNodes(t)
 	podA, cfgA := a.podWithLogs(t, "migrate")
 	_, infA := a.status(t, podA)
 	ccs := []*runtimeapi.ContainerConfig{ctrConfig("counter", counterScript)}
@@ -60,9 +57,8 @@ func TestMigratePodBetweenInstances(t *testing.T) {
 	if out, err := exec.Command("cp", "-a", dir, moved).CombinedOutput(); err != nil {
 		t.Fatalf("copy checkpoint: %v %s", err, out)
 	}
-	cfgB := podConfig("migrate")
+	cfgB := b.logPodConfig("migrate")
 	cfgB.Metadata = cfgA.Metadata // the same pod, on another node
-	cfgB.LogDirectory = filepath.Join(b.dir, "logs", "migrate")
 	podB, ids := b.restorePod(t, moved, cfgB, ccs...)
 	downtime := time.Since(start)
 	t.Logf("migration: checkpoint+stop+copy+restore+start took %s", downtime.Round(time.Millisecond))
@@ -92,10 +88,7 @@ func TestMigratePodBetweenInstances(t *testing.T) {
 // whose addresses exist in the new pod (loopback) survives the move
 // (CRIU --tcp-established): the numbers keep coming on it, in order.
 func TestMigrateKeepsLoopbackTCPConnection(t *testing.T) {
-	a := newInstance(t, withRegistry())
-	b := newInstance(t, withRegistry())
-	a.pull(t, busybox)
-	b.pull(t, busybox)
+	a, b := twoNodes(t)
 	podA, cfgA := a.podWithLogs(t, "migrate-tcp")
 	_, infA := a.status(t, podA)
 	cc := ctrConfig("tcp", tcpScript)
@@ -105,9 +98,7 @@ func TestMigrateKeepsLoopbackTCPConnection(t *testing.T) {
 	dir := a.checkpointPod(t, podA, tcp)
 	_, lastA := lastGot(t, tcpLog)
 	a.stopRemove(t, podA)
-	cfgB := podConfig("migrate-tcp")
-	cfgB.LogDirectory = filepath.Join(b.dir, "logs", "migrate-tcp")
-	podB, ids := b.restorePod(t, dir, cfgB, cc)
+	podB, ids := b.restorePod(t, dir, b.logPodConfig("migrate-tcp"), cc)
 	_, infB := b.status(t, podB)
 	newTCP := b.ctrStatus(t, ids["tcp"]).LogPath
 	deadline := time.Now().Add(15 * time.Second)
@@ -134,10 +125,7 @@ func TestMigrateKeepsLoopbackTCPConnection(t *testing.T) {
 // restored pod a new one): StartContainer fails with FailedPrecondition
 // naming CRIU's complaint, and the pod is removed without leftovers.
 func TestMigrateWithPodIPConnectionFailsCleanly(t *testing.T) {
-	a := newInstance(t, withRegistry())
-	b := newInstance(t, withRegistry())
-	a.pull(t, busybox)
-	b.pull(t, busybox)
+	a, b := twoNodes(t)
 	podA, cfgA := a.podWithLogs(t, "migrate-ip")
 	stA, infA := a.status(t, podA)
 	cc := ctrConfig("tcp", strings.ReplaceAll(tcpScript, "127.0.0.1", "$POD_IP"))

@@ -61,6 +61,25 @@ func TestMonitorIsOneSmallProcess(t *testing.T) {
 	i.assertNothingLeft(t, map[string]podInfo{podID: podInf})
 }
 
+// waitMonitorGone waits until the pod whose monitor was killed is reported
+// not ready (without its monitor it cannot start containers: the kubelet
+// recreates it). The kernel takes a moment to finish the killed process
+// (seconds in the VM lab's emulated CPU).
+func (i *instance) waitMonitorGone(t *testing.T, podID string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ := i.status(t, podID)
+		if st.State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod with a killed monitor is still %v after 10 s", st.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func procStatusField(t *testing.T, pid int, field string) string {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -188,14 +207,7 @@ func TestMonitorKilledAfterALineKeepsIt(t *testing.T) {
 	}
 	// The kernel takes a moment to finish the killed process: a connection
 	// made meanwhile is reset rather than refused.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if st, _ := i.status(t, podID); st.State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("pod with a killed monitor still ready after 10 s")
-		}
-	}
+	i.waitMonitorGone(t, podID)
 	if _, err := i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
 		t.Fatalf("stop without a monitor: %v", err)
 	}

@@ -12,41 +12,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// checkpointPod runs CheckpointPod of the containers ids into a new directory.
-func (i *instance) checkpointPod(t *testing.T, podID string, ids ...string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "pod-ckpt")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := i.rt.CheckpointPod(ctx(t), &runtimeapi.CheckpointPodRequest{
-		PodSandboxId: podID, OutputPath: dir, ContainerIds: ids,
-	}); err != nil {
-		t.Fatalf("CheckpointPod: %v", err)
-	}
-	return dir
-}
-
-// restorePod restores the checkpoint in dir as a new pod with the given
-// container configs and starts every container; it returns the pod and
-// the container IDs by name.
-func (i *instance) restorePod(t *testing.T, dir string, pod *runtimeapi.PodSandboxConfig, ccs ...*runtimeapi.ContainerConfig) (string, map[string]string) {
-	t.Helper()
-	resp, err := i.rt.RestorePod(ctx(t), &runtimeapi.RestorePodRequest{CheckpointPath: dir, Config: pod, ContainerConfigs: ccs})
-	if err != nil {
-		t.Fatalf("RestorePod: %v", err)
-	}
-	ids := map[string]string{}
-	for _, c := range resp.RestoredContainers {
-		if st := i.ctrStatus(t, c.ContainerId); st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
-			t.Fatalf("restored container %s is %v before StartContainer", c.Name, st.State)
-		}
-		i.startCtr(t, c.ContainerId)
-		ids[c.Name] = c.ContainerId
-	}
-	return resp.PodSandboxId, ids
-}
-
 // TestCheckpointPodAndRestorePod checkpoints a two-container pod as one
 // cut and restores it as a new pod whose counters go on.
 func TestCheckpointPodAndRestorePod(t *testing.T) {
@@ -54,14 +19,7 @@ func TestCheckpointPodAndRestorePod(t *testing.T) {
 	i.pull(t, busybox)
 	podA, cfgA := i.podWithLogs(t, "podckpt")
 	_, infA := i.status(t, podA)
-	ccs := []*runtimeapi.ContainerConfig{ctrConfig("one", counterScript), ctrConfig("two", counterScript)}
-	var src []string
-	for _, cc := range ccs {
-		src = append(src, i.run(t, podA, cfgA, cc))
-	}
-	for _, id := range src {
-		waitLog(t, i.ctrStatus(t, id).LogPath, "3", 10*time.Second)
-	}
+	src, ccs := i.runCounters(t, podA, cfgA, "3", "one", "two")
 
 	// Bad requests write nothing and leave the pod running.
 	full := t.TempDir()
@@ -102,8 +60,7 @@ func TestCheckpointPodAndRestorePod(t *testing.T) {
 	i.stopRemove(t, podA)
 
 	// Names must match the checkpoint exactly; nothing is created otherwise.
-	cfgB := podConfig("podckpt-restored")
-	cfgB.LogDirectory = filepath.Join(i.dir, "logs", cfgB.Metadata.Name)
+	cfgB := i.logPodConfig("podckpt-restored")
 	if _, err := i.rt.RestorePod(ctx(t), &runtimeapi.RestorePodRequest{CheckpointPath: dir, Config: cfgB, ContainerConfigs: ccs[:1]}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("RestorePod with one name missing: %v", err)
 	}
@@ -136,10 +93,8 @@ func TestRestorePodFailureLeavesNothing(t *testing.T) {
 	i.pull(t, busybox)
 	podA, cfgA := i.podWithLogs(t, "podckpt-bad")
 	_, infA := i.status(t, podA)
-	ccs := []*runtimeapi.ContainerConfig{ctrConfig("one", counterScript), ctrConfig("two", counterScript)}
-	one := i.run(t, podA, cfgA, ccs[0])
-	two := i.run(t, podA, cfgA, ccs[1])
-	waitLog(t, i.ctrStatus(t, two).LogPath, "2", 10*time.Second)
+	src, ccs := i.runCounters(t, podA, cfgA, "2", "one", "two")
+	one, two := src[0], src[1]
 	dir := i.checkpointPod(t, podA, one, two)
 	i.stopRemove(t, podA)
 	if err := os.WriteFile(filepath.Join(dir, two+".tar"), []byte("corrupt"), 0o600); err != nil {

@@ -1,11 +1,8 @@
 package integration
 
 import (
-	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/checkpoint-restore/go-criu/v8/crit"
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/cgroup"
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/creds"
 	criucore "github.com/checkpoint-restore/go-criu/v8/crit/images/criu-core"
@@ -38,6 +34,11 @@ func inNamespace(cfg *runtimeapi.ContainerConfig, ns string) *runtimeapi.Contain
 	return cfg
 }
 
+// sleeper is a container of namespace "it" that sleeps and logs nothing.
+func sleeper() *runtimeapi.ContainerConfig {
+	return inNamespace(ctrConfig("sleeper", `while true; do sleep 1; done`), "it")
+}
+
 // TestRestoreAttackOtherTenantsArchive: the kubelet writes every pod's
 // checkpoint under /var/lib/kubelet/checkpoints; a tenant naming another
 // namespace's archive as its image would get that pod's memory and files.
@@ -46,34 +47,21 @@ func inNamespace(cfg *runtimeapi.ContainerConfig, ns string) *runtimeapi.Contain
 func TestRestoreAttackOtherTenantsArchive(t *testing.T) {
 	i := newInstance(t, withRegistry())
 	i.pull(t, busybox)
-	victimPod, victimCfg := i.podWithLogs(t, "victim")
-	_, infV := i.status(t, victimPod)
-	src := i.run(t, victimPod, victimCfg, inNamespace(ctrConfig("secret", `echo hunter2 > /secret; while true; do sleep 1; done`), "victim"))
-	time.Sleep(300 * time.Millisecond)
-	archive := filepath.Join(t.TempDir(), "checkpoint-victim.tar")
-	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
-		t.Fatalf("CheckpointContainer: %v", err)
-	}
-	i.stopRemove(t, victimPod)
+	victim := i.checkpointSource(t, "victim", inNamespace(ctrConfig("secret", `echo hunter2 > /secret; while true; do sleep 1; done`), "victim"), "")
 
 	pod, cfgPod := i.podWithLogs(t, "thief")
 	_, inf := i.status(t, pod)
-	cfg := inNamespace(ctrConfig("thief", "true"), "attacker")
-	cfg.Image.Image = archive
-	resp, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg, SandboxConfig: cfgPod})
+	stolen, err := i.tryCreate(ctx(t), pod, cfgPod, restoring(inNamespace(ctrConfig("thief", "true"), "attacker"), victim.archive))
 	if status.Code(err) != codes.PermissionDenied {
-		t.Errorf("restore of another namespace's checkpoint: %v (container %q), want PermissionDenied", err, resp.GetContainerId())
+		t.Errorf("restore of another namespace's checkpoint: %v (container %q), want PermissionDenied", err, stolen)
 	}
 	// The same namespace restores it (the legitimate use).
-	own := inNamespace(ctrConfig("owner", "true"), "victim")
-	own.Image.Image = archive
-	id := i.create(t, pod, cfgPod, own)
-	i.startCtr(t, id)
+	id := i.run(t, pod, cfgPod, restoring(inNamespace(ctrConfig("owner", "true"), "victim"), victim.archive))
 	if got := i.execOut(t, id, "cat", "/secret"); got != "hunter2" {
 		t.Errorf("same-namespace restore: /secret is %q", got)
 	}
 	i.stopRemove(t, pod)
-	i.assertNothingLeft(t, map[string]podInfo{victimPod: infV, pod: inf})
+	i.assertNothingLeft(t, map[string]podInfo{victim.pod: victim.inf, pod: inf})
 }
 
 // TestRestoreAttackHostPaths: the image field names host files that are
@@ -96,11 +84,9 @@ func TestRestoreAttackHostPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{fifo, "/dev/zero", link, dir, "/etc/shadow"} {
-		cfg := inNamespace(ctrConfig("hostpath", "true"), "it")
-		cfg.Image.Image = path
 		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		start := time.Now()
-		_, err := i.rt.CreateContainer(c, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg, SandboxConfig: cfgPod})
+		_, err := i.tryCreate(c, pod, cfgPod, restoring(inNamespace(ctrConfig("hostpath", "true"), "it"), path))
 		cancel()
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("restore from %s: %v after %s, want InvalidArgument", path, err, time.Since(start).Round(time.Millisecond))
@@ -143,9 +129,7 @@ func TestRestoreAttackSparseBombs(t *testing.T) {
 		if fi, err := os.Stat(path); err != nil || fi.Size() > 1<<20 {
 			t.Fatalf("bomb %s: %v (size %d)", path, err, fi.Size())
 		}
-		cfg := inNamespace(ctrConfig("bomb", "true"), "it")
-		cfg.Image.Image = path
-		_, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg, SandboxConfig: cfgPod})
+		_, err := i.tryCreate(ctx(t), pod, cfgPod, restoring(inNamespace(ctrConfig("bomb", "true"), "it"), path))
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "more than") {
 			t.Errorf("restore from %s: %v, want InvalidArgument: expands to more than the archive holds", filepath.Base(path), err)
 		}
@@ -198,15 +182,7 @@ func gnuTar(t *testing.T, out, dir string, names ...string) {
 func TestRestoreAttackMountImage(t *testing.T) {
 	i := newInstance(t, withRegistry())
 	i.pull(t, busybox)
-	podA, cfgA := i.podWithLogs(t, "mnt-src")
-	_, infA := i.status(t, podA)
-	src := i.run(t, podA, cfgA, inNamespace(ctrConfig("sleeper", `while true; do sleep 1; done`), "it"))
-	time.Sleep(300 * time.Millisecond)
-	archive := filepath.Join(t.TempDir(), "sleeper.tar")
-	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
-		t.Fatalf("CheckpointContainer: %v", err)
-	}
-	i.stopRemove(t, podA)
+	src := i.checkpointSource(t, "mnt-src", sleeper(), "")
 	at := func(ms []*mnt.MntEntry, mp string) *mnt.MntEntry {
 		for _, m := range ms {
 			if m.GetMountpoint() == mp {
@@ -246,15 +222,10 @@ func TestRestoreAttackMountImage(t *testing.T) {
 	podB, cfgB := i.podWithLogs(t, "mnt-dst")
 	_, infB := i.status(t, podB)
 	for name, attack := range attacks {
-		tampered := tamperArchive(t, archive, func(file string, data []byte) []byte {
-			if !strings.HasPrefix(file, "checkpoint/mountpoints-") {
-				return data
-			}
+		tampered := tamperArchive(t, src.archive, "checkpoint/mountpoints-", func(data []byte) []byte {
 			return editMounts(t, data, attack)
 		})
-		cfg := inNamespace(ctrConfig("sleeper", "true"), "it")
-		cfg.Image.Image = tampered
-		resp, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podB, Config: cfg, SandboxConfig: cfgB})
+		id, err := i.tryCreate(ctx(t), podB, cfgB, restoring(inNamespace(ctrConfig("sleeper", "true"), "it"), tampered))
 		if err != nil {
 			if c := status.Code(err); c != codes.FailedPrecondition {
 				t.Errorf("%s: %v, want FailedPrecondition", name, err)
@@ -264,104 +235,19 @@ func TestRestoreAttackMountImage(t *testing.T) {
 		}
 		t.Errorf("%s: a checkpoint with this mount image was accepted", name)
 		if name == "rw /proc/sys" {
-			if _, err := i.rt.StartContainer(ctx(t), &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err == nil {
-				for _, l := range strings.Split(i.execOut(t, resp.ContainerId, "cat", "/proc/self/mountinfo"), "\n") {
+			if _, err := i.rt.StartContainer(ctx(t), &runtimeapi.StartContainerRequest{ContainerId: id}); err == nil {
+				for _, l := range strings.Split(i.execOut(t, id, "cat", "/proc/self/mountinfo"), "\n") {
 					if f := strings.Fields(l); len(f) > 5 && f[4] == "/proc/sys" && strings.HasPrefix(f[5], "rw") {
 						t.Errorf("restored container has /proc/sys writable: %s", l)
 					}
 				}
 			}
 		}
-		i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: resp.ContainerId})
-		i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: resp.ContainerId})
+		i.rt.StopContainer(ctx(t), &runtimeapi.StopContainerRequest{ContainerId: id})
+		i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: id})
 	}
 	i.stopRemove(t, podB)
-	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
-}
-
-// tamperArchive rewrites the archive's entries through edit.
-func tamperArchive(t *testing.T, path string, edit func(string, []byte) []byte) string {
-	t.Helper()
-	in, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out := filepath.Join(t.TempDir(), "tampered.tar")
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr, tw := tar.NewReader(in), tar.NewWriter(f)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if hdr.Typeflag == tar.TypeReg {
-			data = edit(strings.TrimPrefix(hdr.Name, "./"), data)
-			hdr.Size = int64(len(data))
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// editMounts decodes a mountpoints image, edits each entry and encodes it.
-func editMounts(t *testing.T, data []byte, edit func([]*mnt.MntEntry) []*mnt.MntEntry) []byte {
-	t.Helper()
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "in.img"), filepath.Join(dir, "out.img")
-	if err := os.WriteFile(in, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Open(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fi.Close()
-	img, err := crit.New(fi, nil, "", false, false).Decode(&mnt.MntEntry{})
-	if err != nil {
-		t.Fatalf("decode mountpoints: %v", err)
-	}
-	var ms []*mnt.MntEntry
-	for _, e := range img.Entries {
-		ms = append(ms, e.Message.(*mnt.MntEntry))
-	}
-	ms = edit(ms)
-	img.Entries = img.Entries[:0]
-	for _, m := range ms {
-		img.Entries = append(img.Entries, &crit.CriuEntry{Message: m})
-	}
-	fo, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fo.Close()
-	if err := crit.New(nil, fo, "", false, false).Encode(img); err != nil {
-		t.Fatalf("encode mountpoints: %v", err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	i.assertNothingLeft(t, map[string]podInfo{src.pod: src.inf, podB: infB})
 }
 
 // TestRestoreAttackCgroupImage: CRIU puts the restored tasks in the
@@ -374,19 +260,8 @@ func editMounts(t *testing.T, data []byte, edit func([]*mnt.MntEntry) []*mnt.Mnt
 func TestRestoreAttackCgroupImage(t *testing.T) {
 	i := newInstance(t, withRegistry())
 	i.pull(t, busybox)
-	podA, cfgA := i.podWithLogs(t, "cg-src")
-	_, infA := i.status(t, podA)
-	src := i.run(t, podA, cfgA, inNamespace(ctrConfig("sleeper", `while true; do sleep 1; done`), "it"))
-	time.Sleep(300 * time.Millisecond)
-	archive := filepath.Join(t.TempDir(), "sleeper.tar")
-	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
-		t.Fatalf("CheckpointContainer: %v", err)
-	}
-	i.stopRemove(t, podA)
-	tampered := tamperArchive(t, archive, func(file string, data []byte) []byte {
-		if !strings.HasPrefix(file, "checkpoint/cgroup.img") {
-			return data
-		}
+	src := i.checkpointSource(t, "cg-src", sleeper(), "")
+	tampered := tamperArchive(t, src.archive, "checkpoint/cgroup.img", func(data []byte) []byte {
 		return editImage(t, data, &cgroup.CgroupEntry{}, func(m proto.Message) {
 			for _, set := range m.(*cgroup.CgroupEntry).GetSets() {
 				for _, c := range set.GetCtls() {
@@ -406,10 +281,7 @@ func TestRestoreAttackCgroupImage(t *testing.T) {
 	podB, cfgB := i.podWithLogs(t, "cg-dst")
 	_, infB := i.status(t, podB)
 	// The genuine archive restores into the new container's cgroups.
-	genuine := inNamespace(ctrConfig("genuine", "true"), "it")
-	genuine.Image.Image = archive
-	gid := i.create(t, podB, cfgB, genuine)
-	i.startCtr(t, gid)
+	gid := i.run(t, podB, cfgB, restoring(inNamespace(ctrConfig("genuine", "true"), "it"), src.archive))
 	for _, l := range restoredCgroups(t, i, gid) {
 		if !strings.Contains(l, gid) {
 			t.Errorf("restored task of the genuine archive is not in its container's cgroup: %s", l)
@@ -422,15 +294,13 @@ func TestRestoreAttackCgroupImage(t *testing.T) {
 	if _, err := i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: gid}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := inNamespace(ctrConfig("sleeper", "true"), "it")
-	cfg.Image.Image = tampered
 	// Refused, or restored into the container's own cgroups (minicri has
 	// CRIU ignore the image's cgroups): never elsewhere.
-	resp, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podB, Config: cfg, SandboxConfig: cfgB})
+	id, err := i.tryCreate(ctx(t), podB, cfgB, restoring(inNamespace(ctrConfig("sleeper", "true"), "it"), tampered))
 	if err == nil {
-		if _, err = i.rt.StartContainer(ctx(t), &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err == nil {
-			for _, l := range restoredCgroups(t, i, resp.ContainerId) {
-				if !strings.Contains(l, resp.ContainerId) {
+		if _, err = i.rt.StartContainer(ctx(t), &runtimeapi.StartContainerRequest{ContainerId: id}); err == nil {
+			for _, l := range restoredCgroups(t, i, id) {
+				if !strings.Contains(l, id) {
 					t.Errorf("restored task's cgroup is not the container's: %s", l)
 				}
 			}
@@ -440,43 +310,7 @@ func TestRestoreAttackCgroupImage(t *testing.T) {
 		t.Errorf("tampered cgroup image: %v, want FailedPrecondition or a contained restore", err)
 	}
 	i.stopRemove(t, podB)
-	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
-}
-
-// editImage decodes a one-entry CRIU image of type typ, edits the entry
-// and encodes it.
-func editImage(t *testing.T, data []byte, typ proto.Message, edit func(proto.Message)) []byte {
-	t.Helper()
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "in.img"), filepath.Join(dir, "out.img")
-	if err := os.WriteFile(in, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Open(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fi.Close()
-	img, err := crit.New(fi, nil, "", false, false).Decode(typ)
-	if err != nil {
-		t.Fatalf("decode: %v", err)
-	}
-	for _, e := range img.Entries {
-		edit(e.Message)
-	}
-	fo, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fo.Close()
-	if err := crit.New(nil, fo, "", false, false).Encode(img); err != nil {
-		t.Fatalf("encode: %v", err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	i.assertNothingLeft(t, map[string]podInfo{src.pod: src.inf, podB: infB})
 }
 
 // restoredCgroups are the cgroup lines of the restored sleeper: pid 2 of
@@ -501,21 +335,13 @@ func restoredCgroups(t *testing.T, i *instance, id string) []string {
 func TestRestoreAttackCredsToRoot(t *testing.T) {
 	i := newInstance(t, withRegistry())
 	i.pull(t, busybox)
-	podA, cfgA := i.podWithLogs(t, "creds-src")
-	_, infA := i.status(t, podA)
+	src := i.checkpointSource(t, "creds-src", sleeper(), "")
 	nonRoot := func(cfg *runtimeapi.ContainerConfig) *runtimeapi.ContainerConfig {
 		cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
 			RunAsUser: &runtimeapi.Int64Value{Value: 1000}, RunAsGroup: &runtimeapi.Int64Value{Value: 1000}, NoNewPrivs: true,
 		}
 		return inNamespace(cfg, "it")
 	}
-	src := i.run(t, podA, cfgA, inNamespace(ctrConfig("sleeper", `while true; do sleep 1; done`), "it"))
-	time.Sleep(300 * time.Millisecond)
-	archive := filepath.Join(t.TempDir(), "sleeper.tar")
-	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
-		t.Fatalf("CheckpointContainer: %v", err)
-	}
-	i.stopRemove(t, podA)
 	ids := func(c *creds.CredsEntry, uid, gid uint32) {
 		c.Uid, c.Euid, c.Suid, c.Fsuid = proto.Uint32(uid), proto.Uint32(uid), proto.Uint32(uid), proto.Uint32(uid)
 		c.Gid, c.Egid, c.Sgid, c.Fsgid = proto.Uint32(gid), proto.Uint32(gid), proto.Uint32(gid), proto.Uint32(gid)
@@ -536,20 +362,15 @@ func TestRestoreAttackCredsToRoot(t *testing.T) {
 	podB, cfgB := i.podWithLogs(t, "creds-dst")
 	_, infB := i.status(t, podB)
 	for name, attack := range attacks {
-		tampered := tamperArchive(t, archive, func(file string, data []byte) []byte {
-			if !strings.HasPrefix(file, "checkpoint/core-") {
-				return data
-			}
+		tampered := tamperArchive(t, src.archive, "checkpoint/core-", func(data []byte) []byte {
 			return editImage(t, data, &criucore.CoreEntry{}, func(m proto.Message) {
 				attack(m.(*criucore.CoreEntry).GetThreadCore().GetCreds())
 			})
 		})
-		cfg := nonRoot(ctrConfig("sleeper", "true"))
-		cfg.Image.Image = tampered
-		resp, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podB, Config: cfg, SandboxConfig: cfgB})
+		id, err := i.tryCreate(ctx(t), podB, cfgB, restoring(nonRoot(ctrConfig("sleeper", "true")), tampered))
 		if err == nil {
 			t.Errorf("%s: a non-root no_new_privs container was restored from it", name)
-			i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: resp.ContainerId})
+			i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: id})
 		} else if status.Code(err) != codes.FailedPrecondition {
 			t.Errorf("%s: %v, want FailedPrecondition", name, err)
 		} else {
@@ -557,10 +378,7 @@ func TestRestoreAttackCredsToRoot(t *testing.T) {
 		}
 	}
 	// The genuine archive restores (as root, as it was taken).
-	cfg := inNamespace(ctrConfig("sleeper", "true"), "it")
-	cfg.Image.Image = archive
-	id := i.create(t, podB, cfgB, cfg)
-	i.startCtr(t, id)
+	i.run(t, podB, cfgB, restoring(inNamespace(ctrConfig("sleeper", "true"), "it"), src.archive))
 	i.stopRemove(t, podB)
-	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
+	i.assertNothingLeft(t, map[string]podInfo{src.pod: src.inf, podB: infB})
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -27,24 +26,12 @@ func ownPIDNamespace(cfg *runtimeapi.ContainerConfig) *runtimeapi.ContainerConfi
 func TestRestoreOwnPIDNamespaceStops(t *testing.T) {
 	i := newInstance(t, withRegistry())
 	i.pull(t, busybox)
-	podA, cfgA := i.podWithLogs(t, "ckpt-pidns-src")
-	_, infA := i.status(t, podA)
-	src := i.run(t, podA, cfgA, ownPIDNamespace(ctrConfig("counter", counterScript)))
-	waitLog(t, i.ctrStatus(t, src).LogPath, "5", 10*time.Second)
-	archive := filepath.Join(t.TempDir(), "counter.tar")
-	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
-		t.Fatalf("CheckpointContainer: %v", err)
-	}
-	after := lastCount(t, i.ctrStatus(t, src).LogPath)
-	i.stopRemove(t, podA)
+	src := i.checkpointSource(t, "ckpt-pidns-src", ownPIDNamespace(ctrConfig("counter", counterScript)), "5")
 
 	podB, cfgB := i.podWithLogs(t, "ckpt-pidns-dst")
 	_, infB := i.status(t, podB)
-	cfg := ownPIDNamespace(ctrConfig("counter", "exit 3"))
-	cfg.Image.Image = archive
-	id := i.create(t, podB, cfgB, cfg)
-	i.startCtr(t, id)
-	waitLog(t, i.ctrStatus(t, id).LogPath, strconv.Itoa(after+3), 15*time.Second)
+	id := i.run(t, podB, cfgB, restoring(ownPIDNamespace(ctrConfig("counter", "exit 3")), src.archive))
+	waitLog(t, i.ctrStatus(t, id).LogPath, strconv.Itoa(src.after+3), 15*time.Second)
 	if got := i.execOut(t, id, "cat", "/proc/1/comm"); got != "sh" {
 		t.Errorf("PID 1 seen by an exec in the restored container: %q, want the restored sh", got)
 	}
@@ -58,5 +45,5 @@ func TestRestoreOwnPIDNamespaceStops(t *testing.T) {
 	t.Logf("stop took %s", time.Since(start).Round(time.Millisecond))
 	i.stopRemove(t, podB)
 	i.assertCtrGone(t, id)
-	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
+	i.assertNothingLeft(t, map[string]podInfo{src.pod: src.inf, podB: infB})
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -33,9 +32,7 @@ func TestRestorePodPidsNotTakenMeanwhile(t *testing.T) {
 	after := lastCount(t, i.ctrStatus(t, src[1]).LogPath)
 	i.stopRemove(t, podA)
 
-	cfgB := podConfig("podckpt-pids-restored")
-	cfgB.LogDirectory = filepath.Join(i.dir, "logs", cfgB.Metadata.Name)
-	resp, err := i.rt.RestorePod(ctx(t), &runtimeapi.RestorePodRequest{CheckpointPath: dir, Config: cfgB, ContainerConfigs: ccs})
+	resp, err := i.rt.RestorePod(ctx(t), &runtimeapi.RestorePodRequest{CheckpointPath: dir, Config: i.logPodConfig("podckpt-pids-restored"), ContainerConfigs: ccs})
 	if err != nil {
 		t.Fatalf("RestorePod: %v", err)
 	}

@@ -48,37 +48,24 @@ func (i *instance) execOut(t *testing.T, id string, cmd ...string) string {
 func TestRestoreContainerFromArchive(t *testing.T) {
 	i := newInstance(t, withRegistry())
 	i.pull(t, busybox)
-	podA, cfgA := i.podWithLogs(t, "ckpt-src")
-	_, infA := i.status(t, podA)
-	src := i.run(t, podA, cfgA, ctrConfig("counter", counterScript))
-	srcLog := i.ctrStatus(t, src).LogPath
-	waitLog(t, srcLog, "5", 10*time.Second)
-	archive := filepath.Join(t.TempDir(), "counter.tar")
-	before := lastCount(t, srcLog)
-	start := time.Now()
-	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
-		t.Fatalf("CheckpointContainer: %v", err)
-	}
-	t.Logf("checkpoint took %s", time.Since(start).Round(time.Millisecond))
-	after := lastCount(t, srcLog)
-	i.stopRemove(t, podA)
+	src := i.checkpointSource(t, "ckpt-src", ctrConfig("counter", counterScript), "5")
+	before, after := src.before, src.after
 
 	podB, cfgB := i.podWithLogs(t, "ckpt-dst")
 	_, infB := i.status(t, podB)
-	cfg := ctrConfig("counter", "exit 3") // the process comes from the archive
-	cfg.Image.Image = archive
-	id := i.create(t, podB, cfgB, cfg)
+	// The process comes from the archive, not from the command.
+	id := i.create(t, podB, cfgB, restoring(ctrConfig("counter", "exit 3"), src.archive))
 	if st := i.ctrStatus(t, id); st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 		t.Fatalf("restored container after create: %v", st.State)
 	}
-	start = time.Now()
+	start := time.Now()
 	i.startCtr(t, id)
 	t.Logf("restore (StartContainer) took %s", time.Since(start).Round(time.Millisecond))
 	st := i.ctrStatus(t, id)
 	if st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Fatalf("restored container after start: %v", st.State)
 	}
-	if !strings.Contains(st.ImageRef, "sha256:") || st.Image.GetImage() == archive {
+	if !strings.Contains(st.ImageRef, "sha256:") || st.Image.GetImage() == src.archive {
 		t.Errorf("restored container's image: %q (ref %q), want the checkpointed image", st.Image.GetImage(), st.ImageRef)
 	}
 	waitLog(t, st.LogPath, strconv.Itoa(after+5), 15*time.Second)
@@ -108,7 +95,7 @@ func TestRestoreContainerFromArchive(t *testing.T) {
 	}
 	i.stopRemove(t, podB)
 	i.assertCtrGone(t, id)
-	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
+	i.assertNothingLeft(t, map[string]podInfo{src.pod: src.inf, podB: infB})
 }
 
 // writeTar writes a tar archive of name -> content.
@@ -163,9 +150,7 @@ func TestRestoreRejectsBadArchives(t *testing.T) {
 		{oldFormat, codes.FailedPrecondition},
 		{escaping, codes.InvalidArgument},
 	} {
-		cfg := ctrConfig("bad", "true")
-		cfg.Image.Image = c.path
-		_, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg, SandboxConfig: cfgPod})
+		_, err := i.tryCreate(ctx(t), pod, cfgPod, restoring(ctrConfig("bad", "true"), c.path))
 		if status.Code(err) != c.want {
 			t.Errorf("restore from %s: %v, want %v", filepath.Base(c.path), err, c.want)
 		}
@@ -193,37 +178,26 @@ func TestRestoreRejectsBadArchives(t *testing.T) {
 func TestRestoreRefusesMorePrivilegedCheckpoint(t *testing.T) {
 	i := newInstance(t, withRegistry())
 	i.pull(t, busybox)
-	podA, cfgA := i.podWithLogs(t, "ckpt-caps")
-	_, infA := i.status(t, podA)
 	privileged := ctrConfig("counter", counterScript)
 	privileged.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
 		Capabilities: &runtimeapi.Capability{AddCapabilities: []string{"NET_ADMIN"}},
 	}
-	src := i.run(t, podA, cfgA, privileged)
-	waitLog(t, i.ctrStatus(t, src).LogPath, "3", 10*time.Second)
-	archive := filepath.Join(t.TempDir(), "caps.tar")
-	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
-		t.Fatal(err)
-	}
-	i.stopRemove(t, podA)
+	src := i.checkpointSource(t, "ckpt-caps", privileged, "3")
 
 	podB, cfgB := i.podWithLogs(t, "ckpt-caps-dst")
 	_, infB := i.status(t, podB)
-	plain := ctrConfig("counter", "true")
-	plain.Image.Image = archive
-	_, err := i.rt.CreateContainer(ctx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: podB, Config: plain, SandboxConfig: cfgB})
+	_, err := i.tryCreate(ctx(t), podB, cfgB, restoring(ctrConfig("counter", "true"), src.archive))
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "capabilities") {
 		t.Errorf("restore of a NET_ADMIN process into a container without it: %v, want FailedPrecondition", err)
 	}
 	if ents, _ := os.ReadDir(filepath.Join(i.dir, "state", "containers")); len(ents) != 0 {
 		t.Errorf("refused restore left %d container state dirs", len(ents))
 	}
-	privileged.Image.Image = archive
-	id := i.create(t, podB, cfgB, privileged)
-	i.startCtr(t, id)
-	waitLog(t, i.ctrStatus(t, id).LogPath, "5", 10*time.Second)
+	id := i.run(t, podB, cfgB, restoring(privileged, src.archive))
+	// It counts on from where it was frozen (past 5 if the checkpoint was slow).
+	waitLog(t, i.ctrStatus(t, id).LogPath, strconv.Itoa(src.after+3), 10*time.Second)
 	i.stopRemove(t, podB)
-	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
+	i.assertNothingLeft(t, map[string]podInfo{src.pod: src.inf, podB: infB})
 }
 
 // TestRestoreFromCheckpointImage restores from a checkpoint packaged as an
@@ -233,18 +207,9 @@ func TestRestoreRefusesMorePrivilegedCheckpoint(t *testing.T) {
 func TestRestoreFromCheckpointImage(t *testing.T) {
 	i := newInstance(t, withRegistry())
 	i.pull(t, busybox)
-	podA, cfgA := i.podWithLogs(t, "ckpt-img")
-	_, infA := i.status(t, podA)
-	src := i.run(t, podA, cfgA, ctrConfig("counter", counterScript))
-	waitLog(t, i.ctrStatus(t, src).LogPath, "5", 10*time.Second)
-	archive := filepath.Join(t.TempDir(), "counter.tar")
-	if _, err := i.rt.CheckpointContainer(ctx(t), &runtimeapi.CheckpointContainerRequest{ContainerId: src, Location: archive}); err != nil {
-		t.Fatal(err)
-	}
-	after := lastCount(t, i.ctrStatus(t, src).LogPath)
-	i.stopRemove(t, podA)
+	src := i.checkpointSource(t, "ckpt-img", ctrConfig("counter", counterScript), "5")
 
-	img, err := fixture.CheckpointImage(archive, "counter")
+	img, err := fixture.CheckpointImage(src.archive, "counter")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,18 +222,15 @@ func TestRestoreFromCheckpointImage(t *testing.T) {
 
 	podB, cfgB := i.podWithLogs(t, "ckpt-img-dst")
 	_, infB := i.status(t, podB)
-	cfg := ctrConfig("counter", "exit 3")
-	cfg.Image.Image = ref
-	id := i.create(t, podB, cfgB, cfg)
-	i.startCtr(t, id)
+	id := i.run(t, podB, cfgB, restoring(ctrConfig("counter", "exit 3"), ref))
 	path := i.ctrStatus(t, id).LogPath
-	waitLog(t, path, strconv.Itoa(after+5), 15*time.Second)
-	if first := firstCount(t, path); first < 1 || first > after+1 {
-		t.Errorf("restored counter's first line is %d; the checkpoint was taken at or before %d", first, after)
+	waitLog(t, path, strconv.Itoa(src.after+5), 15*time.Second)
+	if first := firstCount(t, path); first < 1 || first > src.after+1 {
+		t.Errorf("restored counter's first line is %d; the checkpoint was taken at or before %d", first, src.after)
 	}
 	if got := i.execOut(t, id, "cat", "/written"); got != "data" {
 		t.Errorf("/written in the restored container: %q", got)
 	}
 	i.stopRemove(t, podB)
-	i.assertNothingLeft(t, map[string]podInfo{podA: infA, podB: infB})
+	i.assertNothingLeft(t, map[string]podInfo{src.pod: src.inf, podB: infB})
 }

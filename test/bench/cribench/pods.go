@@ -40,57 +40,36 @@ type podsOpts struct {
 
 func runPods(args []string) error {
 	fs := flag.NewFlagSet("pods", flag.ExitOnError)
-	endpoint := fs.String("endpoint", "", "CRI endpoint (unix:///...)")
-	runtime := fs.String("runtime", "", "name of the runtime in the report")
-	out := fs.String("out", "", "JSON result file")
+	b := podBenchFlags(fs, 2*time.Minute)
 	n := fs.Int("n", 20, "sequential pod lifecycles")
 	par := fs.Int("parallel", 20, "pods started in parallel")
-	image := fs.String("image", "registry.k8s.io/e2e-test-images/busybox:1.36.1-1", "container image (runs sleep 3600)")
-	pause := fs.String("pause-image", "", "pull this image first too (the runtime's sandbox image), untimed")
-	cgroupParent := fs.String("cgroup-parent", "", "cgroup parent of the pods")
 	stopTimeout := fs.Int64("stop-timeout", 0, "StopContainer timeout in seconds (0: SIGKILL at once)")
 	hostPort := fs.Bool("hostport", false, "give each pod a hostPort mapping (TCP, container port 80)")
 	hostPortBase := fs.Int("hostport-base", 30080, "host port of the first sequential pod (parallel pods: +1000)")
-	memPID := fs.Int("mem-pid", 0, "PID of the runtime daemon (0: no memory measurement)")
-	memMatch := fs.String("mem-match", "", "command-line substring of the runtime's per-pod helper processes")
-	timeout := fs.Duration("timeout", 2*time.Minute, "timeout of each RPC")
 	metrics := fs.String("metrics", "", "URL of the runtime's Prometheus endpoint: per-step breakdown of the lifecycles")
 	_ = fs.Parse(args)
-	if *endpoint == "" || *runtime == "" || *out == "" || *n < 1 || *par < 1 {
+	runtime := b.runtime
+	if *b.endpoint == "" || *runtime == "" || *b.out == "" || *n < 1 || *par < 1 {
 		return fmt.Errorf("pods: -endpoint, -runtime, -out, -n >= 1 and -parallel >= 1 are required")
 	}
-	c, err := dial(*endpoint, *timeout)
+	c, version, err := b.connect()
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	res := &podsResult{Runtime: *runtime, N: *n, Parallel: *par, Steps: map[string][]float64{}}
-	if res.Version, err = c.version(); err != nil {
-		return err
-	}
+	res := &podsResult{Runtime: *runtime, Version: version, N: *n, Parallel: *par, Steps: map[string][]float64{}}
 	fmt.Printf("cribench: %s (%s): %d sequential pod lifecycles, %d parallel pods\n", *runtime, res.Version, *n, *par)
 
-	for _, ref := range []string{*pause, *image} {
-		if ref == "" {
-			continue
-		}
-		d, err := c.pull(ref)
-		if err != nil {
-			return err
-		}
+	if err := b.pullImages(c, func(ref string, d time.Duration) {
 		fmt.Printf("cribench: %s: pulled %s in %.0f ms (untimed warm-up)\n", *runtime, ref, ms(d))
+	}); err != nil {
+		return err
 	}
-	mem := func() (*memSample, error) {
-		if *memPID == 0 {
-			return nil, nil
-		}
-		time.Sleep(time.Second) // let helpers settle after the last RPC
-		return measureMemory(*memPID, *memMatch)
-	}
+	mem := b.memory(time.Second)
 	if res.Mem0, err = mem(); err != nil {
 		return err
 	}
-	o := podsOpts{image: *image, cgroupParent: *cgroupParent, run: fmt.Sprint(time.Now().UnixNano()), stopTimeout: *stopTimeout}
+	o := podsOpts{image: *b.image, cgroupParent: *b.cgroupParent, run: fmt.Sprint(time.Now().UnixNano()), stopTimeout: *stopTimeout}
 	if *hostPort {
 		o.hostPortBase = *hostPortBase
 	}
@@ -115,7 +94,7 @@ func runPods(args []string) error {
 	if err := c.parallel(o, *par, res, mem); err != nil {
 		return fmt.Errorf("%s: parallel pods: %w", *runtime, err)
 	}
-	return writeJSON(*out, res)
+	return writeJSON(*b.out, res)
 }
 
 func podConfig(o podsOpts, kind string, i int) *runtimeapi.PodSandboxConfig {

@@ -38,52 +38,32 @@ var probeCmd = []string{"sh", "-c", "exit 0"}
 
 func runScale(args []string) error {
 	fs := flag.NewFlagSet("scale", flag.ExitOnError)
-	endpoint := fs.String("endpoint", "", "CRI endpoint (unix:///...)")
-	runtime := fs.String("runtime", "", "name of the runtime in the report")
-	out := fs.String("out", "", "JSON result file")
+	b := podBenchFlags(fs, 3*time.Minute)
 	n := fs.Int("n", 110, "pods")
 	conc := fs.Int("concurrency", 20, "pods being started at once")
-	image := fs.String("image", "registry.k8s.io/e2e-test-images/busybox:1.36.1-1", "container image (runs sleep 3600)")
-	pause := fs.String("pause-image", "", "pull this image first too, untimed")
-	cgroupParent := fs.String("cgroup-parent", "", "cgroup parent of the pods")
-	memPID := fs.Int("mem-pid", 0, "PID of the runtime daemon (0: no memory measurement)")
-	memMatch := fs.String("mem-match", "", "command-line substring of the runtime's per-pod helper processes")
 	cpuCgroups := fs.String("cpu-cgroups", "", "comma-separated cgroup v1 cpuacct directories charged with the runtime's CPU")
 	period := fs.Duration("exec-period", 10*time.Second, "exec probe period per pod")
 	window := fs.Duration("exec-window", 2*time.Minute, "how long the probes run (0: none)")
-	timeout := fs.Duration("timeout", 3*time.Minute, "timeout of each RPC")
 	_ = fs.Parse(args)
-	if *endpoint == "" || *runtime == "" || *out == "" || *n < 1 || *conc < 1 {
+	runtime := b.runtime
+	if *b.endpoint == "" || *runtime == "" || *b.out == "" || *n < 1 || *conc < 1 {
 		return fmt.Errorf("scale: -endpoint, -runtime, -out, -n >= 1 and -concurrency >= 1 are required")
 	}
-	c, err := dial(*endpoint, *timeout)
+	c, version, err := b.connect()
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	res := &scaleResult{Runtime: *runtime, N: *n, ExecPeriodS: period.Seconds(), ExecWindowS: window.Seconds(),
+	res := &scaleResult{Runtime: *runtime, Version: version, N: *n, ExecPeriodS: period.Seconds(), ExecWindowS: window.Seconds(),
 		CPUCgroups: splitList(*cpuCgroups), ProbeCommand: probeCmd}
-	if res.Version, err = c.version(); err != nil {
+	if err := b.pullImages(c, nil); err != nil {
 		return err
 	}
-	for _, ref := range []string{*pause, *image} {
-		if ref != "" {
-			if _, err := c.pull(ref); err != nil {
-				return err
-			}
-		}
-	}
-	mem := func() (*memSample, error) {
-		if *memPID == 0 {
-			return nil, nil
-		}
-		time.Sleep(2 * time.Second) // let helpers settle after the last RPC
-		return measureMemory(*memPID, *memMatch)
-	}
+	mem := b.memory(2 * time.Second)
 	if res.Mem0, err = mem(); err != nil {
 		return err
 	}
-	o := podsOpts{image: *image, cgroupParent: *cgroupParent, run: fmt.Sprint(time.Now().UnixNano())}
+	o := podsOpts{image: *b.image, cgroupParent: *b.cgroupParent, run: fmt.Sprint(time.Now().UnixNano())}
 	pods, runErr := c.scaleRun(o, res, *conc, mem)
 	if runErr == nil && *window > 0 {
 		runErr = c.probeLoad(pods, res, *period, *window)
@@ -96,7 +76,7 @@ func runScale(args []string) error {
 	}
 	fmt.Printf("cribench: %s: %d pods running after %.1f s (%.1f CPU s); %d exec probes in %.0f s: %.1f CPU s\n",
 		*runtime, *n, res.StartWallMs/1000, res.StartCPU, res.Execs, res.ExecWindowS, res.ExecCPU)
-	return writeJSON(*out, res)
+	return writeJSON(*b.out, res)
 }
 
 type scalePod struct{ id, ctr string }

@@ -13,12 +13,13 @@
 package main
 
 import (
-	"encoding/xml"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/minicri/minicri/test/junit"
 )
 
 type listFlag []string
@@ -47,13 +48,9 @@ func main() {
 }
 
 func run(w io.Writer, reportPath, focus string, excludedFiles, expectedFiles []string, verbose bool) (int, error) {
-	data, err := os.ReadFile(reportPath)
+	rep, err := junit.Read(reportPath)
 	if err != nil {
 		return 2, err
-	}
-	var rep testsuites
-	if err := xml.Unmarshal(data, &rep); err != nil {
-		return 2, fmt.Errorf("%s: %w", reportPath, err)
 	}
 	excl, err := readRules(excludedFiles)
 	if err != nil {

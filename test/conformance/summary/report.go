@@ -1,37 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/minicri/minicri/test/junit"
 )
-
-type testsuites struct {
-	Suites []testsuite `xml:"testsuite"`
-}
-
-type testsuite struct {
-	Cases []testcase `xml:"testcase"`
-}
-
-type testcase struct {
-	Name    string   `xml:"name,attr"`
-	Status  string   `xml:"status,attr"`
-	Time    string   `xml:"time,attr"`
-	Skipped *message `xml:"skipped"`
-	Failure *message `xml:"failure"`
-	Error   *message `xml:"error"`
-}
-
-type message struct {
-	Message string `xml:"message,attr"`
-	Text    string `xml:",chardata"`
-}
 
 // rule is one line of an exclusion or expected-failures file.
 type rule struct {
@@ -45,32 +23,16 @@ type rule struct {
 func readRules(paths []string) ([]rule, error) {
 	var out []rule
 	for _, p := range paths {
-		f, err := os.Open(p)
+		lines, err := junit.ReadList(p)
 		if err != nil {
 			return nil, err
 		}
-		sc := bufio.NewScanner(f)
-		n := 0
-		for sc.Scan() {
-			n++
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			src, reason := line, ""
-			if i := strings.Index(line, " #"); i >= 0 {
-				src, reason = strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+2:])
-			}
-			re, err := regexp.Compile(src)
+		for _, l := range lines {
+			re, err := regexp.Compile(l.Text)
 			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("%s:%d: %w", p, n, err)
+				return nil, fmt.Errorf("%s:%d: %w", p, l.N, err)
 			}
-			out = append(out, rule{re: re, src: src, reason: reason, where: fmt.Sprintf("%s:%d", p, n)})
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			return nil, err
+			out = append(out, rule{re: re, src: l.Text, reason: l.Comment, where: fmt.Sprintf("%s:%d", p, l.N)})
 		}
 	}
 	return out, nil
@@ -87,7 +49,7 @@ func match(rules []rule, name string) int {
 
 // counts is a classified run.
 type counts struct {
-	passed, failed, suiteSkipped []testcase
+	passed, failed, suiteSkipped []junit.Case
 	excluded                     map[int][]string // rule index -> spec names
 	nExcluded                    int
 	seconds                      float64
@@ -98,7 +60,7 @@ func specText(name string) string {
 	return strings.TrimPrefix(name, "[It] ")
 }
 
-func classify(rep testsuites, focus string, excl []rule) (*counts, error) {
+func classify(rep junit.Suites, focus string, excl []rule) (*counts, error) {
 	fre, err := regexp.Compile(focus)
 	if err != nil {
 		return nil, fmt.Errorf("focus: %w", err)
@@ -112,10 +74,10 @@ func classify(rep testsuites, focus string, excl []rule) (*counts, error) {
 			}
 			t, _ := strconv.ParseFloat(tc.Time, 64)
 			c.seconds += t
-			switch {
-			case tc.Status == "passed" || (tc.Status == "" && tc.Failure == nil && tc.Error == nil && tc.Skipped == nil):
+			switch tc.Result() {
+			case junit.Passed:
 				c.passed = append(c.passed, tc)
-			case tc.Status == "skipped" || tc.Status == "pending" || (tc.Status == "" && tc.Skipped != nil):
+			case junit.Skipped:
 				// The run's --ginkgo.skip is built from excl: a match was never run.
 				if i := match(excl, name); i >= 0 {
 					c.excluded[i] = append(c.excluded[i], name)
@@ -158,7 +120,7 @@ func (c *counts) print(w io.Writer, excl, exp []rule, verbose bool) int {
 				code = 1
 			}
 			fmt.Fprintf(w, "  %s%s\n", name, tag)
-			for _, m := range []*message{tc.Failure, tc.Error} {
+			for _, m := range []*junit.Message{tc.Failure, tc.Error} {
 				if m != nil {
 					fmt.Fprintln(w, firstLines(m.Message+"\n"+m.Text, 6))
 				}

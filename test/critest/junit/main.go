@@ -16,66 +16,11 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 )
-
-type testsuites struct {
-	Suites []testsuite `xml:"testsuite"`
-}
-
-type testsuite struct {
-	Name  string     `xml:"name,attr"`
-	Cases []testcase `xml:"testcase"`
-}
-
-type testcase struct {
-	Name    string   `xml:"name,attr"`
-	Status  string   `xml:"status,attr"`
-	Time    string   `xml:"time,attr"`
-	Skipped *message `xml:"skipped"`
-	Failure *message `xml:"failure"`
-	Error   *message `xml:"error"`
-}
-
-type message struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-type result int
-
-const (
-	passed result = iota
-	failed
-	skipped
-)
-
-// outcome maps a Ginkgo testcase to passed/failed/skipped. Ginkgo writes a status
-// attribute (passed, skipped, pending, failed, panicked, interrupted, timedout, aborted);
-// other JUnit producers only have child elements.
-func outcome(tc testcase) result {
-	switch tc.Status {
-	case "passed":
-		return passed
-	case "skipped", "pending":
-		return skipped
-	case "":
-	default:
-		return failed
-	}
-	switch {
-	case tc.Failure != nil || tc.Error != nil:
-		return failed
-	case tc.Skipped != nil:
-		return skipped
-	}
-	return passed
-}
 
 // indent returns "\n" + the first max lines of text, each prefixed; "" for no text.
 func indent(text, prefix string, max int) string {
@@ -98,43 +43,6 @@ func suiteNode(name string) bool {
 		}
 	}
 	return false
-}
-
-// entry is one line of a list file.
-type entry struct {
-	name, comment string
-	line          int
-}
-
-func readList(path string) ([]entry, error) {
-	if path == "" {
-		return nil, nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, comment := line, ""
-		if i := strings.Index(line, " #"); i >= 0 {
-			name, comment = strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+2:])
-		}
-		if i := strings.Index(line, "\t#"); i >= 0 && i < len(name) {
-			name, comment = strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+2:])
-		}
-		out = append(out, entry{name: name, comment: comment, line: n})
-	}
-	return out, sc.Err()
 }
 
 func main() {

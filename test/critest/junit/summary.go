@@ -1,33 +1,33 @@
 package main
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/minicri/minicri/test/junit"
 )
 
 // tally is a report's specs by name: their outcome (a repeated name, as
 // flake attempts write, fails if any attempt failed), failure messages and
 // report order.
 type tally struct {
-	status map[string]result
+	status map[string]junit.Result
 	detail map[string]string
 	order  []string
-	counts map[result]int
+	counts map[junit.Result]int
 }
 
 // lists are the gate's two spec lists, with lookups.
 type lists struct {
-	must, exp []entry
+	must, exp []junit.Line
 	inMust    map[string]bool
 	expReason map[string]string
 }
 
 func run(w io.Writer, reportPath, mustPassPath, expectedPath string, partial, verbose bool) (int, error) {
-	ts, err := parseReport(reportPath)
+	ts, err := junit.Read(reportPath)
 	if err != nil {
 		return 2, err
 	}
@@ -36,7 +36,7 @@ func run(w io.Writer, reportPath, mustPassPath, expectedPath string, partial, ve
 	if err != nil {
 		return 2, err
 	}
-	fmt.Fprintf(w, "critest: %d passed, %d failed, %d skipped\n", t.counts[passed], t.counts[failed], t.counts[skipped])
+	fmt.Fprintf(w, "critest: %d passed, %d failed, %d skipped\n", t.counts[junit.Passed], t.counts[junit.Failed], t.counts[junit.Skipped])
 	printFailed(w, t, l)
 	if verbose {
 		printVerbose(w, t)
@@ -53,41 +53,21 @@ func run(w io.Writer, reportPath, mustPassPath, expectedPath string, partial, ve
 	return 0, nil
 }
 
-// parseReport reads a <testsuites> report, or a bare <testsuite> one.
-func parseReport(path string) (testsuites, error) {
-	var ts testsuites
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ts, err
-	}
-	if err := xml.Unmarshal(data, &ts); err != nil || len(ts.Suites) == 0 {
-		var one testsuite
-		if err2 := xml.Unmarshal(data, &one); err2 != nil {
-			if err == nil {
-				err = err2
-			}
-			return ts, fmt.Errorf("parse %s: %w", path, err)
-		}
-		ts.Suites = []testsuite{one}
-	}
-	return ts, nil
-}
-
-func count(ts testsuites) tally {
-	t := tally{status: map[string]result{}, detail: map[string]string{}, counts: map[result]int{}}
+func count(ts junit.Suites) tally {
+	t := tally{status: map[string]junit.Result{}, detail: map[string]string{}, counts: map[junit.Result]int{}}
 	for _, s := range ts.Suites {
 		for _, tc := range s.Cases {
-			r := outcome(tc)
-			if suiteNode(tc.Name) && r != failed {
+			r := tc.Result()
+			if suiteNode(tc.Name) && r != junit.Failed {
 				continue // count specs, plus suite-level setup only when it failed
 			}
 			t.counts[r]++
-			if r == failed && t.detail[tc.Name] == "" {
+			if r == junit.Failed && t.detail[tc.Name] == "" {
 				t.detail[tc.Name] = failureText(tc)
 			}
 			if old, dup := t.status[tc.Name]; dup {
-				if old == failed || r == failed {
-					t.status[tc.Name] = failed
+				if old == junit.Failed || r == junit.Failed {
+					t.status[tc.Name] = junit.Failed
 				}
 				continue
 			}
@@ -98,8 +78,8 @@ func count(ts testsuites) tally {
 	return t
 }
 
-func failureText(tc testcase) string {
-	for _, m := range []*message{tc.Failure, tc.Error} {
+func failureText(tc junit.Case) string {
+	for _, m := range []*junit.Message{tc.Failure, tc.Error} {
 		if m == nil {
 			continue
 		}
@@ -114,7 +94,7 @@ func failureText(tc testcase) string {
 }
 
 // names lists the specs with outcome r, in report order.
-func (t tally) names(r result) []string {
+func (t tally) names(r junit.Result) []string {
 	var out []string
 	for _, n := range t.order {
 		if t.status[n] == r {
@@ -127,23 +107,23 @@ func (t tally) names(r result) []string {
 func readLists(mustPassPath, expectedPath string) (lists, error) {
 	l := lists{inMust: map[string]bool{}, expReason: map[string]string{}}
 	var err error
-	if l.must, err = readList(mustPassPath); err != nil {
+	if l.must, err = junit.ReadList(mustPassPath); err != nil {
 		return l, err
 	}
-	if l.exp, err = readList(expectedPath); err != nil {
+	if l.exp, err = junit.ReadList(expectedPath); err != nil {
 		return l, err
 	}
 	for _, e := range l.exp {
-		l.expReason[e.name] = e.comment
+		l.expReason[e.Text] = e.Comment
 	}
 	for _, e := range l.must {
-		l.inMust[e.name] = true
+		l.inMust[e.Text] = true
 	}
 	return l, nil
 }
 
 func printFailed(w io.Writer, t tally, l lists) {
-	f := t.names(failed)
+	f := t.names(junit.Failed)
 	if len(f) == 0 {
 		return
 	}
@@ -160,8 +140,8 @@ func printFailed(w io.Writer, t tally, l lists) {
 }
 
 func printVerbose(w io.Writer, t tally) {
-	for _, r := range []result{passed, skipped} {
-		label := map[result]string{passed: "passed", skipped: "skipped"}[r]
+	for _, r := range []junit.Result{junit.Passed, junit.Skipped} {
+		label := map[junit.Result]string{junit.Passed: "passed", junit.Skipped: "skipped"}[r]
 		l := t.names(r)
 		fmt.Fprintf(w, "\n%s (%d):\n", label, len(l))
 		for _, n := range l {
@@ -174,17 +154,17 @@ func printVerbose(w io.Writer, t tally) {
 // partial (focused) run, specs that were not run.
 func gate(t tally, l lists, partial bool) (notPassed, notRun []string) {
 	for _, e := range l.must {
-		r, ok := t.status[e.name]
+		r, ok := t.status[e.Text]
 		switch {
-		case ok && r == passed:
-		case partial && (!ok || r == skipped):
-			notRun = append(notRun, e.name)
+		case ok && r == junit.Passed:
+		case partial && (!ok || r == junit.Skipped):
+			notRun = append(notRun, e.Text)
 		case !ok:
-			notPassed = append(notPassed, e.name+"   (not in the report: name changed or spec not run?)")
-		case r == skipped:
-			notPassed = append(notPassed, e.name+"   (skipped)")
+			notPassed = append(notPassed, e.Text+"   (not in the report: name changed or spec not run?)")
+		case r == junit.Skipped:
+			notPassed = append(notPassed, e.Text+"   (skipped)")
 		default:
-			notPassed = append(notPassed, e.name+"   (failed)"+indent(t.detail[e.name], "      ", 8))
+			notPassed = append(notPassed, e.Text+"   (failed)"+indent(t.detail[e.Text], "      ", 8))
 		}
 	}
 	return notPassed, notRun
@@ -192,7 +172,7 @@ func gate(t tally, l lists, partial bool) (notPassed, notRun []string) {
 
 func printNewlyPassing(w io.Writer, t tally, l lists) {
 	var newlyPassing []string
-	for _, n := range t.names(passed) {
+	for _, n := range t.names(junit.Passed) {
 		if !l.inMust[n] && !suiteNode(n) {
 			newlyPassing = append(newlyPassing, n)
 		}
@@ -208,11 +188,11 @@ func printExpected(w io.Writer, t tally, l lists) {
 	fmt.Fprintf(w, "\nexpected failures (%d):\n", len(l.exp))
 	for _, e := range l.exp {
 		st := "not in report"
-		if r, ok := t.status[e.name]; ok {
-			st = map[result]string{passed: "PASSED now, remove from expected-failures", failed: "failed", skipped: "skipped"}[r]
+		if r, ok := t.status[e.Text]; ok {
+			st = map[junit.Result]string{junit.Passed: "PASSED now, remove from expected-failures", junit.Failed: "failed", junit.Skipped: "skipped"}[r]
 		}
-		fmt.Fprintf(w, "  %s   # %s   [%s]\n", e.name, e.comment, st)
-		if l.inMust[e.name] {
+		fmt.Fprintf(w, "  %s   # %s   [%s]\n", e.Text, e.Comment, st)
+		if l.inMust[e.Text] {
 			fmt.Fprintf(w, "    warning: also listed in must-pass\n")
 		}
 	}
