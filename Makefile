@@ -95,10 +95,11 @@ vet: | deps
 lint: | deps
 	$(OUT)/tools/golangci-lint run ./...
 
-# Every package except ./test/... .
+# Every package except ./test/integration (the integration phase runs it):
+# the test tools' own tests (cribench, the registry fixture, compare) too.
 unit: | deps
 	@pkgs=$$($(GO) list -tags '$(GOTAGS)' ./...); \
-	pkgs=$$(echo "$$pkgs" | grep -v '^$(MODULE)/test/' || true); \
+	pkgs=$$(echo "$$pkgs" | grep -v '^$(MODULE)/test/integration$$' || true); \
 	if [ -z "$$pkgs" ]; then echo "unit: no packages to test"; exit 0; fi; \
 	echo "$(GO) test -tags '$(GOTAGS)' $(if $(RACE),-race) $(UNIT_FLAGS) <$$(echo $$pkgs | wc -w) packages>"; \
 	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' $(if $(RACE),-race) $(UNIT_FLAGS) $$pkgs
