@@ -808,20 +808,13 @@ func (e *imageFault) Unwrap() error { return e.err }
 type blobTemp struct {
 	s      *Store
 	f      *os.File
-	h      hash.Hash // nil: the source verifies the digest (see sourceVerified)
+	h      hash.Hash
 	n      int64
 	digest string
 	size   int64
 	done   bool
 }
 
-// sourceVerified stops hashing what is written: the bytes come from
-// go-containerregistry's blob reader, which hashes them itself and fails
-// at EOF on a wrong digest (internal/verify), and the caller commits only
-// after reading it to EOF without error. Hashing them twice cost a tenth of
-// the CPU of a pull's download and unpack. TestRecompressedBlobNeverExposed
-// and TestCorruptBlob fail if a wrong digest gets through.
-func (b *blobTemp) sourceVerified() { b.h = nil }
 
 func (s *Store) newBlobTemp(digest string, size int64) (*blobTemp, error) {
 	f, err := os.CreateTemp(s.tmpDir, strings.TrimPrefix(digest, "sha256:")[:12]+"-*")
@@ -832,9 +825,7 @@ func (s *Store) newBlobTemp(digest string, size int64) (*blobTemp, error) {
 }
 
 func (b *blobTemp) Write(p []byte) (int, error) {
-	if b.h != nil {
-		b.h.Write(p)
-	}
+	b.h.Write(p)
 	b.n += int64(len(p))
 	return b.f.Write(p)
 }
@@ -843,9 +834,6 @@ func (b *blobTemp) Write(p []byte) (int, error) {
 func (b *blobTemp) verify() error {
 	if b.size > 0 && b.n != b.size {
 		return fmt.Errorf("blob %s: got %d bytes, want %d", b.digest, b.n, b.size)
-	}
-	if b.h == nil {
-		return nil
 	}
 	if got := "sha256:" + hex.EncodeToString(b.h.Sum(nil)); got != b.digest {
 		return fmt.Errorf("blob digest mismatch: got %s, want %s", got, b.digest)
