@@ -38,6 +38,7 @@ IMAGE=registry.k8s.io/e2e-test-images/busybox:1.36.1-1
 PAUSE=registry.k8s.io/pause:3.9
 NS=bench-scale
 : "${CRICTL:=$ROOT/_output/tools/crictl}"
+CRICTL_CONFIG=$OUT/crictl.yaml # empty: no /etc/crictl.yaml or tools-dir config
 
 log() { echo "bench-scale: $*" >&2; }
 now() { date +%s.%N; }
@@ -168,10 +169,13 @@ wait_count() {
 	done
 }
 
-# probes: the readiness probes the kubelet has run (prober_probe_total), or "" if unknown.
+# probes: "COUNT SECONDS": the readiness probes the kubelet has run and the sum of their
+# durations (its /metrics/probes through the API server's node proxy), or "" if unknown.
 probes() {
-	kc get --raw /api/v1/nodes/node-1/proxy/metrics 2>/dev/null |
-		awk '/^prober_probe_total\{/ && /probe_type="Readiness"/ { s += $NF; f = 1 } END { if (f) printf "%d\n", s }' || true
+	kc get --raw /api/v1/nodes/node-1/proxy/metrics/probes 2>/dev/null | awk '
+		/probe_type="Readiness"/ && /^prober_probe_total\{/ { n += $NF; f = 1 }
+		/probe_type="Readiness"/ && /^prober_probe_duration_seconds_sum\{/ { d += $NF }
+		END { if (f) printf "%d %.6f\n", n, d }' || true
 }
 
 # fact KEY VALUE: one figure of this runtime, for the table.
@@ -182,7 +186,7 @@ fact() {
 
 run_runtime() {
 	RT=$1
-	local cl_out=$OUT/cluster-$RT crt=$RT bindir= t0 c0 p0 p1 c1 m0 mn
+	local cl_out=$OUT/cluster-$RT crt=$RT bindir= t0 c0 p0 p1 c1 m0 mn ref
 	[ "$RT" = minicri ] || crt=containerd
 	[ "$RT" != containerd2 ] || bindir=$BIN2
 	rm -f "$OUT/$RT.facts" "$OUT/$RT"-mem-*.json
@@ -216,7 +220,7 @@ run_runtime() {
 	# the images pulled untimed, as cribench does.
 	"$CRIBENCH" pushpause -registry "${CLUSTER_REGISTRY#http://}" -binary "$ROOT/bin/minicri-pause" -ref "$PAUSE" >/dev/null
 	for ref in "$PAUSE" "$IMAGE"; do
-		"$CRICTL" --runtime-endpoint "$CLUSTER_NODE_ENDPOINT_node_1" --image-endpoint "$CLUSTER_NODE_ENDPOINT_node_1" \
+		"$CRICTL" --config "$CRICTL_CONFIG" --runtime-endpoint "$CLUSTER_NODE_ENDPOINT_node_1" --image-endpoint "$CLUSTER_NODE_ENDPOINT_node_1" \
 			--timeout 120s pull "$ref" >/dev/null
 	done
 	kc create namespace $NS >/dev/null
@@ -262,11 +266,16 @@ run_runtime() {
 	p1=$(probes)
 	fact window_s "$(sub "$t0" "$(now)")"
 	fact exec_cpu_s "$(sub "$c0" "$c1")"
-	if [ -n "$p0" ] && [ -n "$p1" ] && [ "$((p1 - p0))" -gt 0 ]; then
-		fact probes "$((p1 - p0))"
-		fact exec_cpu_ms_per_probe "$(awk -v c="$(sub "$c0" "$c1")" -v n="$((p1 - p0))" 'BEGIN { printf "%.1f", c * 1000 / n }')"
-		fact exec_net_ms_per_probe "$(awk -v c="$(sub "$c0" "$c1")" -v i="$IDLE_CPU" -v w="$WINDOW_S" -v iw="$IDLE_S" -v n="$((p1 - p0))" \
+	local n=0
+	[ -z "$p0" ] || [ -z "$p1" ] || n=$((${p1% *} - ${p0% *}))
+	if [ "$n" -gt 0 ]; then
+		fact probes "$n"
+		fact probe_ms "$(awk -v a="${p0#* }" -v b="${p1#* }" -v n="$n" 'BEGIN { printf "%.1f", (b - a) * 1000 / n }')"
+		fact exec_cpu_ms_per_probe "$(awk -v c="$(sub "$c0" "$c1")" -v n="$n" 'BEGIN { printf "%.1f", c * 1000 / n }')"
+		fact exec_net_ms_per_probe "$(awk -v c="$(sub "$c0" "$c1")" -v i="$IDLE_CPU" -v w="$WINDOW_S" -v iw="$IDLE_S" -v n="$n" \
 			'BEGIN { printf "%.1f", (c - i * w / iw) * 1000 / n }')"
+	else
+		log "$RT: the kubelet's probe count is unknown (metrics/probes)"
 	fi
 	[ "$(count ready)" = "$REPLICAS" ] || { log "$RT: not all pods Ready after the window"; return 1; }
 	t0=$(now)
@@ -294,8 +303,9 @@ report() {
 		"remove_s|time to remove all (s)"
 		"ready_s|with exec probes: time to all Ready (s)"
 		"probes|probes run in the window"
+		"probe_ms|probe duration, kubelet's mean (ms)"
 		"exec_cpu_s|CPU in the ${WINDOW_S} s window (s)"
-		"idle_cpu_s|the same without probes (s)"
+		"idle_cpu_s|the same window without probes (s)"
 		"exec_cpu_ms_per_probe|CPU per probe (ms)"
 		"exec_net_ms_per_probe|CPU per probe, idle subtracted (ms)"
 		"remove_probe_s|time to remove all (probes) (s)"
@@ -319,6 +329,7 @@ report() {
 
 start=$SECONDS
 mkdir -p "$OUT"
+: >"$CRICTL_CONFIG"
 BIN2=
 if [[ " ${RUNTIMES[*]} " == *" containerd2 "* ]]; then
 	BIN2=$("$ROOT/hack/bench-tools.sh")
