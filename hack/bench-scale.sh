@@ -107,13 +107,14 @@ cpu() {
 	echo "$total"
 }
 
-# mem TAG: the runtime's PSS by role (cribench mem), logged and saved; prints the total KiB.
+# mem TAG: the runtime's PSS by role (cribench mem), logged and saved; prints the total KiB
+# and that of the per-pod processes (monitors or shims + pause).
 mem() {
 	local line
 	sleep 3 # let the helpers settle after the last pod change
 	line=$("$CRIBENCH" mem -pid "$DAEMON" -match "$MATCH" -out "$OUT/$RT-mem-$1.json")
 	log "$RT: PSS $1: $line"
-	awk '{ print $2 }' <<<"$line"
+	awk '{ split($6, h, "/"); split($8, p, "/"); print $2, h[2] + p[2] }' <<<"$line"
 }
 
 # deployment NAME [probe]: SCALE_REPLICAS busybox sleep pods, optionally with an exec
@@ -236,9 +237,10 @@ run_runtime() {
 	fact start_s "$(sub "$t0" "$(now)")"
 	fact start_cpu_s "$(sub "$c0" "$(cpu)")"
 	mn=$(mem "$REPLICAS")
-	fact pss0_kib "$m0"
-	fact pssn_kib "$mn"
-	fact per_pod_kib "$(awk -v a="$m0" -v b="$mn" -v n="$REPLICAS" 'BEGIN { printf "%.0f", (b - a) / n }')"
+	fact pss0_kib "${m0% *}"
+	fact pssn_kib "${mn% *}"
+	fact per_pod_kib "$(awk -v a="${m0% *}" -v b="${mn% *}" -v n="$REPLICAS" 'BEGIN { printf "%.0f", (b - a) / n }')"
+	fact helpers_per_pod_kib "$(awk -v a="${m0#* }" -v b="${mn#* }" -v n="$REPLICAS" 'BEGIN { printf "%.0f", (b - a) / n }')"
 	# What the runtime burns with the pods and no probes (the kubelet's relists and status calls).
 	c0=$(cpu)
 	sleep "$IDLE_S"
@@ -300,6 +302,7 @@ report() {
 		"pss0_kib|PSS 0 pods (KiB)"
 		"pssn_kib|PSS $REPLICAS pods (KiB)"
 		"per_pod_kib|PSS per pod (KiB)"
+		"helpers_per_pod_kib|  of which monitor/shim + pause (KiB)"
 		"remove_s|time to remove all (s)"
 		"ready_s|with exec probes: time to all Ready (s)"
 		"probes|probes run in the window"
