@@ -226,6 +226,7 @@ run_runtime() {
 		"$CRICTL" --config "$CRICTL_CONFIG" --runtime-endpoint "$CLUSTER_NODE_ENDPOINT_node_1" --image-endpoint "$CLUSTER_NODE_ENDPOINT_node_1" \
 			--timeout 120s pull "$ref" >/dev/null
 	done
+	fact run_at "$(date -u +%H:%MZ)"
 	kc create namespace $NS >/dev/null
 	kc -n $NS wait --for=create serviceaccount/default --timeout=60s >/dev/null
 	m0=$(mem 0)
@@ -269,6 +270,7 @@ run_runtime() {
 	c1=$(cpu)
 	p1=$(probes)
 	fact window_s "$(sub "$t0" "$(now)")"
+	fact window_load "$(cut -d' ' -f1 /proc/loadavg)"
 	fact exec_cpu_s "$(sub "$c0" "$c1")"
 	local n=0
 	[ -z "$p0" ] || [ -z "$p1" ] || n=$((${p1% *} - ${p0% *}))
@@ -322,6 +324,8 @@ report() {
 		"exec_net_ms_per_probe|CPU per probe, idle subtracted (ms)"
 		"remove_probe_s|time to remove all (probes) (s)"
 		"teardown|cluster down: leak check"
+		"run_at|run at (UTC)"
+		"window_load|load average after the window"
 	)
 	local r key label rt hdr
 	hdr=$(printf '%-42s' "through the kubelet, 1 node")
@@ -354,7 +358,11 @@ if [ "${BENCH_SCALE_REPORT_ONLY:-0}" != 1 ]; then
 	done
 fi
 {
-	echo "make bench-scale: $REPLICAS pods through the kubelet ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
+	if [ "${BENCH_SCALE_REPORT_ONLY:-0}" = 1 ]; then
+		echo "make bench-scale: $REPLICAS pods through the kubelet (the figures the last runs left in $OUT)"
+	else
+		echo "make bench-scale: $REPLICAS pods through the kubelet ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
+	fi
 	report
 	echo "CPU: the runtime's cpuacct cgroup (daemon, monitors or shims, runc) + the pods' cgroup parent (pause, probes);"
 	echo "PSS: daemon + monitors or shims + pause (cribench mem), the workload (sleep) not counted."
