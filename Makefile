@@ -13,6 +13,7 @@
 #   make bench        minicri vs containerd 1.6 (Debian) and 2.4 (built): pod lifecycles, memory,
 #                     110 pods + exec probes (BENCH_SCALE=0 skips), 1 GiB pull (~20 min),
 #                     checkpoint/restore (BENCH_CKPT=0 skips)
+#   make bench-scale  110 pods through the kubelet (test/cluster, 1 node) + exec probes, vs containerd (~20 min)
 #   make bench-ckpt   checkpoint/restore of a counter and a 500 MiB process, pod migration
 #                     between two private instances (~45 s)
 #   make vmtest-ci    a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
@@ -52,7 +53,7 @@ CNI_VERSION       := v1.10.0
 CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
-.PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt clean FORCE
+.PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt bench-scale clean FORCE
 .PHONY: cluster cluster-down cluster-netcheck cluster-scale cluster-test conformance-ci
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
@@ -209,6 +210,12 @@ vm-status:
 bench: build
 	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
 	hack/bench.sh $(OUT)/bin/cribench $(BENCH_ARGS)
+
+# 110 pods (SCALE_REPLICAS) through the kubelet on a one-node test/cluster, minicri vs
+# containerd 1.6 and 2.4: start time, CPU, PSS, exec readiness probes (~20 min; hack/bench-scale.sh).
+bench-scale: build
+	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
+	hack/bench-scale.sh $(OUT)/bin/cribench
 
 # Checkpoint/restore and pod migration (two instances) times of minicri alone; `make bench`
 # runs the same with the migration within one instance.

@@ -201,4 +201,8 @@ fi
 # ---- 5. report -----------------------------------------------------------------------
 "$CRIBENCH" report -dir "$RES" -runtimes "$(IFS=,; echo "${RUNTIMES[*]}")" | tee "$OUT/report.txt"
 [ "$CKPT" != 1 ] || tee -a "$OUT/report.txt" <"$OUT/ckpt.txt"
+if [ -f "$ROOT/_output/bench-scale/report.txt" ]; then # make bench-scale's last table (not run here)
+	echo "(the last make bench-scale, $(date -u -r "$ROOT/_output/bench-scale/report.txt" +%FT%RZ):)"
+	cat "$ROOT/_output/bench-scale/report.txt"
+fi
 log "done in $(($(date +%s) - start))s; results in $RES, table in $OUT/report.txt"

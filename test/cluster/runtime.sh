@@ -7,7 +7,8 @@
 #   runtime_stop NODE                   remove its pods, stop it, check for leaks
 #   runtime_use NODE                    point instance_crictl/leak_check at the node
 # minicri runs through hack/instance.sh (one private instance per node); containerd
-# (Debian's 1.6 + runc, as make bench runs it) through hack/containerd.sh's config and stop.
+# (Debian's 1.6 + runc, as make bench runs it; CLUSTER_CTRD_BIN_DIR: another containerd,
+# shim and runc, e.g. 2.4 from hack/bench-tools.sh) through hack/containerd.sh's config and stop.
 #
 # containerd runs in a private mount namespace (hack/containerd.sh: /run is its own). The
 # kubelet mounts pod volumes (secrets, projected tokens) in the host's namespace after
@@ -66,7 +67,9 @@ ctrd_node_start() {
 	CTRD_LOG=$CTRD_TMP/containerd.log
 	mkdir -p "$CTRD_TMP"/{root,state,run,runc,opt,net.d,cni-ipam}
 	: >"$CTRD_TMP/crictl.yaml"
-	ctrd__write_config "${cgroot#/minicri-}" "$CL_POD_BRIDGE" "$CLUSTER_CIDR"
+	# CLUSTER_CTRD_BIN_DIR: another containerd + shim + runc (hack/bench-tools.sh's 2.4).
+	local bindir=${CLUSTER_CTRD_BIN_DIR:-}
+	CTRD_RUNC=${bindir:+$bindir/runc} ctrd__write_config "${cgroot#/minicri-}" "$CL_POD_BRIDGE" "$CLUSTER_CIDR"
 	# No network until runtime_network; the registry is the cluster's.
 	rm -f "$CTRD_TMP"/net.d/*
 	ln -s "$hosts" "$CTRD_TMP/certs.d"
@@ -75,8 +78,8 @@ ctrd_node_start() {
 	mount --make-rshared "$dir"
 	# shellcheck disable=SC2016
 	setsid nsenter "--net=/run/netns/$ns" -- unshare --mount --propagation slave -- /bin/sh -c \
-		'mount --bind "$1/run" /run && exec containerd --config "$1/config.toml" --root "$1/root" --state "$1/state" --address "$1/containerd.sock" --log-level info' \
-		sh "$CTRD_TMP" </dev/null >"$CTRD_LOG" 2>&1 8>&- 9>&- &
+		'[ -z "$2" ] || PATH=$2:$PATH; mount --bind "$1/run" /run && exec containerd --config "$1/config.toml" --root "$1/root" --state "$1/state" --address "$1/containerd.sock" --log-level info' \
+		sh "$CTRD_TMP" "$bindir" </dev/null >"$CTRD_LOG" 2>&1 8>&- 9>&- &
 	CTRD_PID=$!
 	cl_node_set "$node" "inst_pid=$CTRD_PID" "endpoint=$CTRD_ENDPOINT" "inst_st=$(cl_starttime "$CTRD_PID" || echo 0)"
 	cl_log "starting containerd for $node in $CTRD_TMP (pid $CTRD_PID, log $CTRD_LOG)"

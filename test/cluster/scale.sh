@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# test/cluster/scale.sh — time from `kubectl apply` of a Deployment of 20 replicas
-# (manifests/spread.yaml: registry.k8s.io/pause from the offline registry, spread over the
-# nodes) to all 20 pods Running, on the running cluster (`make cluster-scale`, after
+# test/cluster/scale.sh — time from `kubectl apply` of a Deployment of SCALE_REPLICAS (20)
+# replicas (manifests/spread.yaml: registry.k8s.io/pause from the offline registry, spread
+# over the nodes) to all of them Running, on the running cluster (`make cluster-scale`, after
 # `make cluster`). Runs SCALE_RUNS times (default 3), each in a fresh namespace that is
 # deleted (and its pods gone) before the next run; prints every run and the median.
 set -euo pipefail
@@ -9,6 +9,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${CLUSTER_OUT:-$ROOT/_output/cluster}
 RUNS=${SCALE_RUNS:-3}
+N=${SCALE_REPLICAS:-20}
+[[ $N =~ ^[1-9][0-9]*$ ]] || { echo "scale: SCALE_REPLICAS=$N: want a number > 0" >&2; exit 2; }
 [ -f "$OUT/env" ] || { echo "scale: no cluster ($OUT/env missing): run make cluster first" >&2; exit 1; }
 # shellcheck disable=SC1091
 . "$OUT/env"
@@ -16,15 +18,15 @@ kubectl() { "$CLUSTER_BIN/kubectl" --kubeconfig "$KUBECONFIG" --request-timeout 
 now() { date +%s.%N; }
 running() { kubectl -n "$1" get pods -l app=spread --field-selector=status.phase=Running -o name | grep -c . || true; }
 
-# once NS: prints the seconds from apply to 20 Running (fails after 300 s).
+# once NS: prints the seconds from apply to N Running (fails after 300 s).
 once() {
 	local ns=$1 t0 end
 	kubectl create namespace "$ns" >/dev/null
 	t0=$(now)
-	kubectl -n "$ns" apply -f "$ROOT/test/cluster/manifests/spread.yaml" >/dev/null
+	sed "s/^  replicas: 20\$/  replicas: $N/" "$ROOT/test/cluster/manifests/spread.yaml" | kubectl -n "$ns" apply -f - >/dev/null
 	end=$((SECONDS + 300))
-	until [ "$(running "$ns")" = 20 ]; do
-		[ $SECONDS -lt $end ] || { echo "scale: $ns: not 20 Running after 300s" >&2; return 1; }
+	until [ "$(running "$ns")" = "$N" ]; do
+		[ $SECONDS -lt $end ] || { echo "scale: $ns: not $N Running after 300s" >&2; return 1; }
 		sleep 0.2
 	done
 	awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.2f\n", b - a }'
@@ -40,9 +42,9 @@ for i in $(seq 1 "$RUNS"); do
 	t=$(once "$ns") || rc=$?
 	cleanup "$ns" || rc=1
 	[ $rc = 0 ] || exit 1
-	printf 'scale: run %d: 20 replicas Running %.1fs after kubectl apply\n' "$i" "$t"
+	printf 'scale: run %d: %d replicas Running %.1fs after kubectl apply\n' "$i" "$N" "$t"
 	times+=("$t")
 done
 median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')
-printf 'scale: %s, %s nodes: median of %d: %.1fs from kubectl apply of 20 replicas to all Running\n' \
-	"$CLUSTER_RUNTIME" "$CLUSTER_NODES" "$RUNS" "$median"
+printf 'scale: %s, %s nodes: median of %d: %.1fs from kubectl apply of %d replicas to all Running\n' \
+	"$CLUSTER_RUNTIME" "$CLUSTER_NODES" "$RUNS" "$median" "$N"

@@ -6,6 +6,7 @@
 //	cribench ckpt  -endpoint E -out FILE [-endpoint-b E2] [-n 5] [-cgroup-parent P]
 //	cribench pull  -endpoint E -runtime NAME -out FILE [-image REF]
 //	cribench pushpause -registry HOST:PORT -binary FILE [-ref registry.k8s.io/pause:3.9]
+//	cribench mem -pid PID [-match STR] [-out FILE]
 //	cribench report -dir DIR [-runtimes minicri,containerd,containerd2]
 //
 // pods: pulls the images (untimed), measures memory with no pods, times N
@@ -19,6 +20,7 @@
 // RestorePod, StartContainer; to -endpoint-b, or within one instance).
 // pull: times one PullImage of an image that must not be in the store yet.
 // pushpause: publishes a static pause binary as the pause image.
+// mem: prints the PSS of a runtime's processes by role, once (hack/bench-scale.sh).
 // report: prints the table from the JSON files the other commands wrote.
 package main
 
@@ -30,7 +32,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: cribench pods|scale|ckpt|pull|pushpause|report [flags]")
+		fail("usage: cribench pods|scale|ckpt|pull|pushpause|mem|report [flags]")
 	}
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
@@ -44,6 +46,8 @@ func main() {
 		err = runPull(args)
 	case "pushpause":
 		err = runPushPause(args)
+	case "mem":
+		err = runMem(args)
 	case "report":
 		err = runReport(args)
 	default:
