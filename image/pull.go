@@ -815,7 +815,6 @@ type blobTemp struct {
 	done   bool
 }
 
-
 func (s *Store) newBlobTemp(digest string, size int64) (*blobTemp, error) {
 	f, err := os.CreateTemp(s.tmpDir, strings.TrimPrefix(digest, "sha256:")[:12]+"-*")
 	if err != nil {

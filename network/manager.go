@@ -38,7 +38,7 @@ type Manager struct {
 	// plugin run and two iptables runs at ADD and at DEL. DEL uses the
 	// list ADD used (libcni's cache), so the two always match.
 	defaultNoPorts *libcni.NetworkConfigList
-	masqFor     string                    // subnet the masquerade rule is installed for; "" = none
+	masqFor        string // subnet the masquerade rule is installed for; "" = none
 }
 
 func logger() *slog.Logger {
