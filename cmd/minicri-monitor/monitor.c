@@ -1049,6 +1049,45 @@ static void sweep(void)
 	}
 }
 
+/* dispatch handles what poll reported on each descriptor of the set. */
+static void dispatch(struct pollfd *pfd, struct pref *ref, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		short rev = pfd[i].revents;
+		if (!rev)
+			continue;
+		struct ctr *k = ref[i].p;
+		switch (ref[i].kind) {
+		case P_LISTEN: accept_conns(); break;
+		case P_SIG: reap(); break;
+		case P_CONN: conn_io(ref[i].p, rev); break;
+		case P_OUT:
+			if (k->out.fd == pfd[i].fd)
+				stream_read(k, &k->out);
+			maybe_finalize(k);
+			break;
+		case P_ERR:
+			if (k->err.fd == pfd[i].fd)
+				stream_read(k, &k->err);
+			maybe_finalize(k);
+			break;
+		case P_STDIN: attach_stdin_writable(k); break;
+		case P_OOM:
+			if (k->oom_ino == pfd[i].fd || k->oom_evt == pfd[i].fd)
+				oom_event(k);
+			maybe_finalize(k);
+			break;
+		case P_HELPER: helper_readable(ref[i].p); break;
+		case P_START: {
+			struct conn *c = ref[i].p;
+			if (c->state == C_WAIT && c->wait == W_START && c->start_fd == pfd[i].fd)
+				start_check(c, 0);
+			break;
+		}
+		}
+	}
+}
+
 static void loop(void)
 {
 	struct pollfd *pfd = NULL;
@@ -1112,40 +1151,7 @@ static void loop(void)
 			mlog("ERROR", "poll: %s", strerror(errno));
 			exit(1);
 		}
-		for (size_t i = 0; i < n; i++) {
-			short rev = pfd[i].revents;
-			if (!rev)
-				continue;
-			struct ctr *k = ref[i].p;
-			switch (ref[i].kind) {
-			case P_LISTEN: accept_conns(); break;
-			case P_SIG: reap(); break;
-			case P_CONN: conn_io(ref[i].p, rev); break;
-			case P_OUT:
-				if (k->out.fd == pfd[i].fd)
-					stream_read(k, &k->out);
-				maybe_finalize(k);
-				break;
-			case P_ERR:
-				if (k->err.fd == pfd[i].fd)
-					stream_read(k, &k->err);
-				maybe_finalize(k);
-				break;
-			case P_STDIN: attach_stdin_writable(k); break;
-			case P_OOM:
-				if (k->oom_ino == pfd[i].fd || k->oom_evt == pfd[i].fd)
-					oom_event(k);
-				maybe_finalize(k);
-				break;
-			case P_HELPER: helper_readable(ref[i].p); break;
-			case P_START: {
-				struct conn *c = ref[i].p;
-				if (c->state == C_WAIT && c->wait == W_START && c->start_fd == pfd[i].fd)
-					start_check(c, 0);
-				break;
-			}
-			}
-		}
+		dispatch(pfd, ref, n);
 		start_waiters();
 		timers();
 		stop_check();
