@@ -782,7 +782,7 @@ type sizedReader struct {
 }
 
 func (s *sizedReader) Read(b []byte) (int, error) {
-	if int64(len(b)) > s.left+1 {
+	if int64(len(b)) > s.left { // one byte past the size shows a longer blob; no s.left+1: it may be MaxInt64
 		b = b[:s.left+1]
 	}
 	n, err := s.r.Read(b)

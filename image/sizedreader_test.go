@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 )
@@ -18,6 +19,9 @@ func TestSizedReader(t *testing.T) {
 		{"longer than said", 6, "longer than the manifest's size"},
 		{"short", 9, "4 bytes short"},
 		{"", 0, ""},
+		// A manifest may declare any size: the largest must not overflow
+		// (it made left+1 negative and the slice bound panic the daemon).
+		{"huge", math.MaxInt64, "short of the manifest's size"},
 	} {
 		r := &sizedReader{r: strings.NewReader(c.body), left: c.size, digest: "sha256:x"}
 		got, err := io.ReadAll(io.MultiReader(r)) // ReadAll stops at the first error
