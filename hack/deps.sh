@@ -37,8 +37,8 @@ CRIU_SOURCES=/etc/apt/sources.list.d/minicri-trixie-src.list
 
 # runc: Debian's runc binary, the second RuntimeClass handler of the integration tests and critest.
 APT_PACKAGES=(iptables nftables iproute2 libseccomp-dev pkg-config gcc libc6-dev runc curl
-	# dig and OpenBSD's nc, for the conformance suite's images (test/registry/fixture/e2eimages.go).
-	bind9-dnsutils netcat-openbsd)
+	# dig, OpenBSD's nc and socat, for the conformance suite's images (test/registry/fixture/e2eimages.go).
+	bind9-dnsutils netcat-openbsd socat)
 # What `make criu` needs: the C part of trixie criu's Build-Depends, from bookworm.
 CRIU_BUILD_DEPS=(build-essential dpkg-dev pkgconf python3 libbsd-dev libcap-dev libgnutls28-dev libnet1-dev
 	libnftables-dev libnl-3-dev libprotobuf-c-dev libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev)
