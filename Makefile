@@ -84,21 +84,25 @@ bin/minicri-monitor: $(MONITOR_SRC) | deps
 		-fstack-protector-strong -fstack-clash-protection -Wl,-z,relro,-z,now -o $@ $(filter %.c,$^)
 
 run: build
+	@hack/deps.sh check run
 	@[ "$$(id -u)" = 0 ] || { echo "make run: minicri needs root" >&2; exit 1; }
 	exec ./bin/minicri $(ARGS)
 
 # ---- tests -----------------------------------------------------------------
 
 vet: | deps
+	@hack/deps.sh check vet
 	$(GO) vet -tags '$(GOTAGS)' ./...
 
 # golangci-lint (pinned in hack/deps.sh, built from the Go module proxy).
 lint: | deps
+	@hack/deps.sh check lint
 	$(OUT)/tools/golangci-lint run ./...
 
 # Every package except ./test/integration (the integration phase runs it):
 # the test tools' own tests (cribench, the registry fixture, compare) too.
 unit: | deps
+	@hack/deps.sh check unit
 	@pkgs=$$($(GO) list -tags '$(GOTAGS)' ./...); \
 	pkgs=$$(echo "$$pkgs" | grep -v '^$(MODULE)/test/integration$$' || true); \
 	if [ -z "$$pkgs" ]; then echo "unit: no packages to test"; exit 0; fi; \
@@ -108,16 +112,19 @@ unit: | deps
 # Every fuzz target (found with `go test -list '^Fuzz'`) for FUZZTIME each;
 # FUZZ=regexp picks targets. `make unit` runs their seed corpora.
 fuzz: | deps
+	@hack/deps.sh check fuzz
 	FUZZTIME=$(FUZZTIME) FUZZ_PARALLEL=$(FUZZ_PARALLEL) GO=$(GO) GOTAGS='$(GOTAGS)' hack/fuzz.sh
 
 # Integration tests get the freshly built binaries in MINICRI_BIN / MINICRI_PAUSE.
 integration: build
+	@hack/deps.sh check integration
 	@if [ ! -d test/integration ]; then echo "integration: no test/integration, skipping"; exit 0; fi; \
 	set -x; \
 	MINICRI_BIN=$(CURDIR)/bin/minicri MINICRI_PAUSE=$(CURDIR)/bin/minicri-pause \
 	CGO_ENABLED=1 $(GO) test -count=1 -tags '$(GOTAGS)' $(INTEGRATION_FLAGS) ./test/integration/...
 
 critest: build
+	@hack/deps.sh check critest
 	test/critest/run.sh
 	@echo "critest: the Streaming specs again over WebSocket (v5 remotecommand, tunneled port-forward)"
 	CRITEST_FOCUS='Streaming' CRITEST_SKIP= CRITEST_OUT=$(CURDIR)/$(OUT)/critest-websocket \
@@ -129,25 +136,30 @@ critest: build
 # A stock kubelet (standalone, then with a control plane) drives a private minicri
 # instance; Kubernetes and etcd are built once and cached (test/e2e/tools.sh).
 e2e: build
+	@hack/deps.sh check e2e
 	test/e2e/run.sh
 
 # The kubelet's standalone mode again with EventedPLEG on (minicri's event stream and
 # PodSandboxStatus containers_statuses/timestamp; checks no fallback, no ContainerStatus).
 e2e-evented: build
+	@hack/deps.sh check e2e-evented
 	E2E_MODES=standalone E2E_FEATURE_GATES=EventedPLEG=true E2E_OUT=$(CURDIR)/$(OUT)/e2e-evented test/e2e/run.sh
 
 # The Kubernetes conformance suite (e2e.test v1.37.2, [Conformance] + [NodeConformance]),
 # offline, on test/cluster (else test/e2e's one-node cluster): test/conformance/README.md.
 conformance: build
+	@hack/deps.sh install conformance
 	test/conformance/run.sh
 
 # Its CI subset: [NodeConformance] + Services/DNS [Conformance], no [Slow]/[Serial].
 conformance-ci: build
+	@hack/deps.sh check conformance-ci
 	CONFORMANCE_SUBSET=ci CONFORMANCE_OUT=$(CURDIR)/$(OUT)/conformance-ci test/conformance/run.sh
 
 # A multi-node cluster on this machine (test/cluster: nodes in network namespaces, each with
 # its own minicri, kubelet and kube-proxy; CoreDNS; left running until cluster-down).
 cluster: build
+	@hack/deps.sh install cluster
 	test/cluster/up.sh
 
 cluster-down:
@@ -163,6 +175,7 @@ cluster-scale:
 
 # All three: up, netcheck, down (down also after a failed netcheck; a failed up cleans up).
 cluster-test: build
+	@hack/deps.sh install cluster
 	test/cluster/up.sh && { test/cluster/netcheck.sh; rc=$$?; test/cluster/down.sh || rc=1; exit $$rc; }
 
 # One phase after the other, each timed; the first failure stops the run.
@@ -191,9 +204,11 @@ test: deps
 
 # VMTEST_RUN=<regexp> picks the integration tests, VMTEST_STEPS the steps.
 vmtest: build
+	@hack/deps.sh install vmtest
 	VMTEST_FULL=1 test/vm/vmtest.sh
 
 vmtest-ci: build
+	@hack/deps.sh check vmtest-ci
 	test/vm/vmtest.sh
 
 vm-start:
@@ -208,18 +223,21 @@ vm-status:
 # ---- bench -----------------------------------------------------------------
 
 bench: build
+	@hack/deps.sh install bench
 	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
 	hack/bench.sh $(OUT)/bin/cribench $(BENCH_ARGS)
 
 # 110 pods (SCALE_REPLICAS) through the kubelet on a one-node test/cluster, minicri vs
 # containerd 1.6 and 2.4: start time, CPU, PSS, exec readiness probes (~20 min; hack/bench-scale.sh).
 bench-scale: build
+	@hack/deps.sh install bench-scale
 	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
 	hack/bench-scale.sh $(OUT)/bin/cribench
 
 # Checkpoint/restore and pod migration (two instances) times of minicri alone; `make bench`
 # runs the same with the migration within one instance.
 bench-ckpt: build
+	@hack/deps.sh install bench-ckpt
 	hack/bench-ckpt.sh
 
 # ---- install ---------------------------------------------------------------

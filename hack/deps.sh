@@ -35,10 +35,11 @@ CRIU_PKG_REV=minicri2
 CRIU_PATCHES=("$ROOT/hack/criu-sockopts-linux-6.16.patch")
 CRIU_SOURCES=/etc/apt/sources.list.d/minicri-trixie-src.list
 
-# runc: Debian's runc binary, the second RuntimeClass handler of the integration tests and critest.
-APT_PACKAGES=(iptables nftables iproute2 libseccomp-dev pkg-config gcc libc6-dev runc curl
-	# dig, OpenBSD's nc and socat, for the conformance suite's images (test/registry/fixture/e2eimages.go).
-	bind9-dnsutils netcat-openbsd socat)
+# What each phase runs, and what provides it: hack/needs.txt. `make deps` installs the Debian
+# packages of the phases of `make test` and `make run` (DEFAULT_PHASES).
+NEEDS=${MINICRI_NEEDS:-$ROOT/hack/needs.txt}
+DEFAULT_PHASES=(deps build vet lint unit fuzz integration critest e2e e2e-evented conformance-ci vmtest-ci run)
+DAEMON_PHASES=(run integration critest e2e e2e-evented conformance-ci vmtest-ci bench bench-scale bench-ckpt cluster conformance vmtest)
 # What `make criu` needs: the C part of trixie criu's Build-Depends, from bookworm.
 CRIU_BUILD_DEPS=(build-essential dpkg-dev pkgconf python3 libbsd-dev libcap-dev libgnutls28-dev libnet1-dev
 	libnftables-dev libnl-3-dev libprotobuf-c-dev libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev)
@@ -109,17 +110,91 @@ ensure_go() {
 	fi
 }
 
-deps_apt() {
-	local missing=() p
-	for p in "${APT_PACKAGES[@]}"; do
-		dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$p")
+# needs_rows PHASE...: "PROGRAM PROVIDER" of every row of $NEEDS for one of PHASE...
+# (pure bash: `check` must work with nothing but bash on PATH).
+needs_rows() {
+	local prog prov phases p want
+	while read -r prog prov phases; do
+		[ -n "$prog" ] && [ "${prog:0:1}" != "#" ] || continue
+		phases=" ${phases%%#*} "
+		phases=${phases// daemon / ${DAEMON_PHASES[*]} }
+		for want in "$@"; do
+			case $phases in *" $want "*) echo "$prog $prov"; break ;; esac
+		done
+	done <"$NEEDS"
+}
+
+# apt_packages PHASE...: the Debian packages those phases need, once each.
+apt_packages() {
+	local prog prov seen=" "
+	while read -r prog prov; do
+		[ "${prov:0:1}" = "@" ] && continue
+		case $seen in *" $prov "*) continue ;; esac
+		seen+="$prov "
+		echo "$prov"
+	done < <(needs_rows "$@")
+}
+
+# have PROGRAM PROVIDER: the program is where the phase will look for it.
+have() {
+	case $2 in
+	@cri-tools | @golangci-lint) [ -x "$TOOLS_DIR/$1" ] ;;
+	@cni) [ -x "$CNI_BIN_DIR/$1" ] ;;
+	@go) command -v "$GO" >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] ;;
+	*)
+		if [ "${1:0:1}" = / ]; then
+			[ -e "$1" ] # a file: a header cgo includes
+		else
+			command -v "$1" >/dev/null 2>&1
+		fi
+		;;
+	esac
+}
+
+# check PHASE: every program of PHASE is there; else one line naming what is missing and
+# what provides it, and exit 1.
+check() {
+	local phase=$1 prog prov missing=() list
+	while read -r prog prov; do
+		if ! have "$prog" "$prov"; then
+			case $prov in
+			@*) missing+=("$prog (hack/deps.sh step ${prov#@})") ;;
+			*) missing+=("$prog (package $prov)") ;;
+			esac
+		fi
+	done < <(needs_rows "$phase")
+	[ ${#missing[@]} -eq 0 ] && return 0
+	list=$(printf ', %s' "${missing[@]}")
+	echo "make $phase: missing ${list:2}: run make deps (hack/needs.txt)" >&2
+	exit 1
+}
+
+# apt_install PACKAGE...: the missing ones, with no service started on this host while
+# they install (policy-rc.d; the VM lab's systemd, dbus and apparmor are for its guest).
+apt_install() {
+	local missing=() p policy=/usr/sbin/policy-rc.d ours=0 rc=0
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	need_root "apt-get install ${missing[*]}"
 	log "apt-get install ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\n# minicri hack/deps.sh: no service starts while it installs packages\nexit 101\n' >"$policy"
+		chmod 0755 "$policy"
+		ours=1
+	fi
+	{ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; }; } || rc=$?
+	[ $ours = 1 ] && rm -f "$policy"
+	[ $rc = 0 ] || die "apt-get install ${missing[*]} failed"
+}
+
+deps_apt() {
+	local pkgs
+	mapfile -t pkgs < <(apt_packages "${DEFAULT_PHASES[@]}")
+	apt_install "${pkgs[@]}"
 }
 
 deps_cni() {
@@ -377,6 +452,21 @@ deps_criu() {
 	log "criu $(criu_version) installed (criu check ok)"
 }
 
+case ${1:-} in
+check)
+	[ $# = 2 ] || die "usage: hack/deps.sh check PHASE"
+	check "$2"
+	exit 0
+	;;
+install)
+	# a phase outside make test: its own Debian packages, then the check
+	[ $# = 2 ] || die "usage: hack/deps.sh install PHASE"
+	mapfile -t pkgs < <(apt_packages "$2")
+	apt_install "${pkgs[@]}"
+	check "$2"
+	exit 0
+	;;
+esac
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(apt cni cri-tools golangci-lint criu)
 for s in "${steps[@]}"; do
@@ -386,6 +476,6 @@ for s in "${steps[@]}"; do
 	cri-tools) deps_cri_tools ;;
 	golangci-lint) deps_golangci_lint ;;
 	criu) deps_criu ;;
-	*) die "unknown step $s (apt, cni, cri-tools, golangci-lint, criu)" ;;
+	*) die "unknown step $s (apt, cni, cri-tools, golangci-lint, criu; or check PHASE, install PHASE)" ;;
 	esac
 done

@@ -77,7 +77,7 @@ cl_node() {
 	local name=$1 kv
 	shift
 	case " ${CL_NODE_NAMES[*]} " in *" $name "*) ;; *) CL_NODE_NAMES+=("$name") ;; esac
-	for kv in "$@"; do CL_NODE[$name.${kv%%=*}]=${kv#*=}; done
+	for kv in "$@"; do CL_NODE["$name.${kv%%=*}"]=${kv#*=}; done
 }
 
 # cl_node_set NODE KEY=VALUE...: record node facts, in this shell and in the state file.
@@ -93,7 +93,7 @@ cl_state_load() {
 }
 
 # nget NODE KEY: a node's recorded value.
-nget() { echo "${CL_NODE[$1.$2]:-}"; }
+nget() { echo "${CL_NODE["$1.$2"]:-}"; }
 
 # cl_state_alive NAME: the recorded process NAME is still the one started and running.
 cl_state_alive() {

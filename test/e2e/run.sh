@@ -82,17 +82,6 @@ exec 8>&1 9>&2
 mkdir -p "$OUT"
 rm -f "$OUT"/*.log "$OUT"/summary.txt "$OUT"/cri-calls-*.txt
 
-# Tools the suite itself uses (Debian packages), installed only when missing.
-missing=()
-for p in openssl curl iproute2 util-linux; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	e2e_log "installing ${missing[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
-fi
-
 # ---- binaries -----------------------------------------------------------------------
 t0=$(e2e_now)
 BIN=$("$E2E_DIR/tools.sh" "$OUT/bin")

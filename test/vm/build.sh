@@ -3,10 +3,9 @@
 #
 #   test/vm/build.sh          ensure it all; print the cache directory
 #
-# 1. Host packages (VM_HOST_PACKAGES in lib.sh): apt-get installs the missing ones.
-#    The guest runs the host's own userland read-only, so what the guest runs must be
-#    installed here. Installing them starts no service on the host (policy-rc.d says
-#    no for the duration, and the host has no systemd as PID 1 anyway).
+# 1. Host packages (the vmtest-ci rows of hack/needs.txt, installed by make deps; checked
+#    here). The guest runs the host's own userland read-only, so what the guest runs must
+#    be installed here.
 # 2. The kernel: the package Debian 12's linux-image-amd64 depends on, fetched with
 #    `apt-get download` and unpacked with `dpkg -x` (never installed on the host). The
 #    uncompressed vmlinux is cut out of vmlinuz (QEMU boots it directly, PVH); the
@@ -28,27 +27,6 @@ INITRD_MODULES=(virtio_pci virtio_blk virtio_net 9pnet_virtio 9p crc32c_generic 
 TMPS=()
 cleanup() { local d; for d in "${TMPS[@]}"; do rm -rf "$d"; done; }
 trap cleanup EXIT
-
-pkg_installed() { dpkg-query -W -f '${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
-
-host_packages() {
-	local missing=() p policy=/usr/sbin/policy-rc.d ours=0
-	for p in "${VM_HOST_PACKAGES[@]}"; do pkg_installed "$p" || missing+=("$p"); done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	[ "$(id -u)" = 0 ] || vm_die "apt-get install ${missing[*]} needs root"
-	vm_log "apt-get install ${missing[*]}"
-	if [ ! -e "$policy" ]; then
-		printf '#!/bin/sh\n# minicri test/vm/build.sh: no service starts while it installs packages\nexit 101\n' >"$policy"
-		chmod 0755 "$policy"
-		ours=1
-	fi
-	export DEBIAN_FRONTEND=noninteractive
-	local rc=0
-	{ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }; } || rc=$?
-	[ $ours = 1 ] && rm -f "$policy"
-	[ $rc = 0 ] || vm_die "apt-get install ${missing[*]} failed"
-}
 
 # kernel_package: "<package> <version>" of the kernel linux-image-amd64 points to.
 kernel_package() {
@@ -173,7 +151,9 @@ build_cache() {
 }
 
 main() {
-	host_packages
+	# The host's packages (QEMU, the initramfs' tools, what the guest runs from the host's
+	# root): hack/needs.txt, installed by make deps.
+	"$VM_ROOT/hack/deps.sh" check vmtest-ci
 	local pkgver key dir
 	pkgver=$(kernel_package)
 	key=$(cache_key "$pkgver")

@@ -26,11 +26,6 @@ VM_TIMEOUT=${VM_TIMEOUT:-3600}   # seconds one command may run in the guest
 # listens on its own 127.0.0.1:<port>. Fixed when the guest boots.
 VM_HOST_PORTS=${VM_HOST_PORTS:-}
 
-# The Debian packages the host needs: QEMU, socat (guestfwd), e2fsprogs (the scratch
-# disk), busybox-static and cpio (the initramfs), and what the guest runs from the host's
-# read-only root: kmod (modprobe), systemd + dbus (PID 1, the systemd cgroup driver),
-# apparmor (apparmor_parser), sudo (critest's AppArmor specs), iproute2.
-VM_HOST_PACKAGES=(qemu-system-x86 socat e2fsprogs busybox-static cpio xz-utils zstd kmod systemd dbus apparmor sudo iproute2)
 # The kernel: the version Debian 12's linux-image-amd64 depends on.
 VM_KERNEL_META=linux-image-amd64
 
