@@ -2,6 +2,7 @@
 # everything that needs tools depends on `deps` (fast when already done).
 #
 #   make run          build, install what is missing, run minicri in the foreground
+#   make check        the inner loop (<= 5 min warm): vet + lint + unit + a short integration subset
 #   make test         vet + lint + unit + fuzz + integration + critest + e2e + e2e-evented +
 #                     conformance-ci + vmtest-ci,
 #                     stops at the first failure
@@ -53,7 +54,7 @@ CNI_VERSION       := v1.10.0
 CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
-.PHONY: all deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt bench-scale clean FORCE
+.PHONY: all check integration-short deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt bench-scale clean FORCE
 .PHONY: cluster cluster-down cluster-netcheck cluster-scale cluster-test conformance-ci
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
@@ -177,6 +178,19 @@ cluster-scale:
 cluster-test: build
 	@hack/deps.sh install cluster
 	test/cluster/up.sh && { test/cluster/netcheck.sh; rc=$$?; test/cluster/down.sh || rc=1; exit $$rc; }
+
+# The inner loop while working (at most 5 minutes warm): vet, lint, unit and a named short
+# integration subset (CHECK_INTEGRATION). `make test` before you push.
+CHECK_INTEGRATION ?= ^(TestContainerLifecycleLogsAndLeaks|TestPodGetsIPAndOwnNamespaces|TestBadInputGetsClearErrors|TestStopAndRemoveAreIdempotentAndConcurrent|TestRestartKeepsPodsUntouched|TestExecStreams|TestFailingCNIPluginLeavesNothing)$$
+check: deps
+	$(call phase,vet)
+	$(call phase,lint)
+	$(call phase,unit)
+	$(call phase,integration-short)
+
+# The integration tests of make check.
+integration-short: build
+	@$(MAKE) --no-print-directory integration INTEGRATION_FLAGS='-timeout 10m -run $(CHECK_INTEGRATION)'
 
 # One phase after the other, each timed; the first failure stops the run.
 define phase
