@@ -183,36 +183,15 @@ cluster-test: build
 # integration subset (CHECK_INTEGRATION). `make test` before you push.
 CHECK_INTEGRATION ?= ^(TestContainerLifecycleLogsAndLeaks|TestPodGetsIPAndOwnNamespaces|TestBadInputGetsClearErrors|TestStopAndRemoveAreIdempotentAndConcurrent|TestRestartKeepsPodsUntouched|TestExecStreams|TestFailingCNIPluginLeavesNothing)$$
 check: deps
-	$(call phase,vet)
-	$(call phase,lint)
-	$(call phase,unit)
-	$(call phase,integration-short)
+	@MAKE=$(MAKE) TEST_PREBUILD=0 hack/test.sh vet lint unit integration-short
 
 # The integration tests of make check.
 integration-short: build
 	@$(MAKE) --no-print-directory integration INTEGRATION_FLAGS='-timeout 10m -run $(CHECK_INTEGRATION)'
 
-# One phase after the other, each timed; the first failure stops the run.
-define phase
-	@echo "==> make $(1)"; start=$$(date +%s); \
-	if $(MAKE) --no-print-directory $(1); then \
-		echo "<== make $(1): ok in $$(( $$(date +%s) - start ))s"; \
-	else \
-		echo "<== make $(1): FAILED after $$(( $$(date +%s) - start ))s"; exit 1; \
-	fi
-endef
-
+# One phase after the other, each timed; the first failure stops the run (hack/test.sh).
 test: deps
-	$(call phase,vet)
-	$(call phase,lint)
-	$(call phase,unit)
-	$(call phase,fuzz FUZZTIME=$(TEST_FUZZTIME))
-	$(call phase,integration)
-	$(call phase,critest)
-	$(call phase,e2e)
-	$(call phase,e2e-evented)
-	$(call phase,conformance-ci)
-	$(call phase,vmtest-ci)
+	@MAKE=$(MAKE) TEST_FUZZTIME=$(TEST_FUZZTIME) hack/test.sh
 
 # ---- VM lab (test/vm) ------------------------------------------------------
 

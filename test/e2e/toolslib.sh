@@ -37,6 +37,12 @@ ensure_with() {
 	files=("$@")
 	k=$(key "$wrapper" "$ldflags${tags:+ tags=$tags}")
 	dir=$CACHE_DIR/$name-$k
+	# One build of an entry at a time: a second caller (make test's background prebuild and
+	# the phase that needs the tools) waits here for the first, then finds the entry
+	# complete. ensure_with runs in a subshell ($(...)): the lock goes with it.
+	if mkdir -p "$CACHE_DIR" 2>/dev/null && exec {lockfd}>>"$CACHE_DIR/.$name.lock"; then
+		flock "$lockfd"
+	fi
 	if [ -f "$dir/.complete" ] && [ "$(cat "$dir/.complete")" = "$name-$k" ]; then
 		local ok=1
 		for f in "${files[@]}"; do [ -x "$dir/$f" ] || ok=0; done
