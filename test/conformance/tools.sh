@@ -41,13 +41,27 @@ ldflags() {
 	echo "${out# }"
 }
 
+# The suite: e2e.test of k8s.io/kubernetes/test/e2e (every spec), or with
+# CONFORMANCE_SUBSET=ci the wrapper's cisuite (only the spec packages of the CI subset:
+# about a third of the compile; test/conformance/run.sh checks that it holds every spec
+# of test/conformance/ci-specs).
+SUITE_PKG=k8s.io/kubernetes/test/e2e
+SUITE_NAME=k8s-test-$K8S_VERSION
+SUITE_KEY=
+if [ "${CONFORMANCE_SUBSET:-}" = ci ]; then
+	SUITE_PKG=minicri.local/e2e/k8s-test/cisuite
+	SUITE_NAME=k8s-test-ci-$K8S_VERSION
+	SUITE_KEY=$(sha256sum "$WRAPPER/cisuite/cisuite_test.go" | cut -c1-12)
+fi
+
 # build_suite TMP LDFLAGS: e2e.test (go test -c of the suite's package) and a static agnhost.
 build_suite() {
-	nice -n 10 "$GO" test -c -vet=off -trimpath -ldflags="$2" -o "$1/e2e.test" k8s.io/kubernetes/test/e2e &&
+	nice -n 10 "$GO" test -c -vet=off -trimpath -ldflags="$2" -o "$1/e2e.test" "$SUITE_PKG" &&
 		CGO_ENABLED=0 nice -n 10 "$GO" build -trimpath -ldflags="$2" -o "$1/agnhost" k8s.io/kubernetes/test/images/agnhost
 }
 
-bin=$(ensure_with build_suite "k8s-test-$K8S_VERSION" "$WRAPPER" "$(ldflags)" e2e.test agnhost)
+# The cache key hashes the wrapper's go.mod/go.sum and the flags, and here the cisuite's source.
+bin=$(TOOLS_KEY_EXTRA=$SUITE_KEY ensure_with build_suite "$SUITE_NAME" "$WRAPPER" "$(ldflags)" e2e.test agnhost)
 # The Ginkgo CLI at the version the suite pins, to run e2e.test's specs in parallel
 # (suite.sh, CONFORMANCE_PROCS).
 ginkgo_version=$(cd "$WRAPPER" && GOFLAGS=-mod=readonly "$GO" list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2)

@@ -30,12 +30,13 @@ build_pkgs() {
 # built by `BUILDER TMP "-s -w LDFLAGS"` (run in WRAPPER_DIR with GOFLAGS=-mod=readonly,
 # output to LOG) into a temporary directory and cached in CACHE_DIR/NAME-<key> (a missing,
 # incomplete or stale entry is rebuilt; an unwritable cache builds into _output/e2e).
-# TOOLS_TAGS, when set, is part of the key.
+# TOOLS_TAGS and TOOLS_KEY_EXTRA (a hash of sources outside go.mod/go.sum), when set, are
+# part of the key.
 ensure_with() {
 	local builder=$1 name=$2 wrapper=$3 ldflags="-s -w $4" k dir tmp start files=() f tags=${TOOLS_TAGS:-}
 	shift 4
 	files=("$@")
-	k=$(key "$wrapper" "$ldflags${tags:+ tags=$tags}")
+	k=$(key "$wrapper" "$ldflags${tags:+ tags=$tags}${TOOLS_KEY_EXTRA:+ extra=$TOOLS_KEY_EXTRA}")
 	dir=$CACHE_DIR/$name-$k
 	# One build of an entry at a time: a second caller (make test's background prebuild and
 	# the phase that needs the tools) waits here for the first, then finds the entry

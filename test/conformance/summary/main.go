@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/minicri/minicri/test/junit"
@@ -34,10 +35,18 @@ func main() {
 	flag.Var(&excluded, "excluded", "exclusion file (repeatable)")
 	flag.Var(&expected, "expected-failures", "file of specs expected to fail (same format; repeatable)")
 	verbose := flag.Bool("v", false, "also list every passed spec and the specs the suite skipped")
+	list := flag.Bool("list", false, "only print the name of every spec in focus, sorted (of a --ginkgo.dry-run report: the suite binary's specs)")
 	flag.Parse()
 	if *report == "" {
 		fmt.Fprintln(os.Stderr, "summary: -report is required")
 		os.Exit(2)
+	}
+	if *list {
+		if err := listSpecs(os.Stdout, *report, *focus); err != nil {
+			fmt.Fprintln(os.Stderr, "summary:", err)
+			os.Exit(2)
+		}
+		return
 	}
 	code, err := run(os.Stdout, *report, *focus, excluded, expected, *verbose)
 	if err != nil {
@@ -65,4 +74,28 @@ func run(w io.Writer, reportPath, focus string, excludedFiles, expectedFiles []s
 		return 2, err
 	}
 	return c.print(w, excl, exp, verbose), nil
+}
+
+// listSpecs prints the name of every spec of the report that the focus selects, whatever
+// its result, sorted.
+func listSpecs(w io.Writer, reportPath, focus string) error {
+	rep, err := junit.Read(reportPath)
+	if err != nil {
+		return err
+	}
+	c, err := classify(rep, focus, nil)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, l := range [][]junit.Case{c.passed, c.failed, c.suiteSkipped} {
+		for _, tc := range l {
+			names = append(names, specText(tc.Name))
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintln(w, n)
+	}
+	return nil
 }
