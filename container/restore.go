@@ -109,6 +109,10 @@ func (c *creation) readCheckpoint(context.Context) error {
 		path, dir, walk = c.rec.Config.Image, img.Layers[0], walkDir
 	}
 	meta, sum, err := readCheckpointMeta(path, func(fn func(*tar.Header, io.Reader) error) error { return walk(srcOf(path, dir), fn) })
+	if err != nil && dir == "" {
+		c.m.log.Info("checkpoint archive refused", "path", path, "err", err) // the cause, for the operator
+		return hideHostPath(path, err)                                       // restore_guard.go
+	}
 	if err != nil {
 		return err
 	}
