@@ -73,6 +73,7 @@ func (c *creation) restoreSteps() []steps.Step {
 		{Name: "nri create container", Do: c.hookCreate, Undo: c.unhookCreate},
 		{Name: "check checkpoint credentials", Do: c.checkCheckpointCreds}, // restore_creds.go
 		{Name: "check checkpoint mounts", Do: c.checkCheckpointMounts},     // restore_mounts.go
+		{Name: "check checkpoint rootfs", Do: c.checkCheckpointRootfs},     // restore_rootfs.go
 		{Name: "reserve checkpoint pids", Do: c.reservePids},               // restore_pids.go
 		{Name: "write spec", Do: c.writeSpecSynced},
 		{Name: "publish created", Do: c.publish},
@@ -108,6 +109,10 @@ func (c *creation) readCheckpoint(context.Context) error {
 		path, dir, walk = c.rec.Config.Image, img.Layers[0], walkDir
 	}
 	meta, sum, err := readCheckpointMeta(path, func(fn func(*tar.Header, io.Reader) error) error { return walk(srcOf(path, dir), fn) })
+	if err != nil && dir == "" {
+		c.m.log.Info("checkpoint archive refused", "path", path, "err", err) // the cause, for the operator
+		return hideHostPath(path, err)                                       // restore_guard.go
+	}
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,22 @@ func checkNamespace(meta *checkpointMeta, labels map[string]string, src string) 
 	return nil
 }
 
+// errNotArchive is every refusal of a host path before its config.dump is
+// read: a missing path, a link, a directory, a device, a file that is no
+// tar, a tar that is no checkpoint. The image field is the tenant's: told
+// apart, these probed which host files exist and what they are.
+var errNotArchive = fmt.Errorf("%w: not a checkpoint archive (a regular file, a tar holding %s and CRIU images)", ErrInvalid, checkpointConfigName)
+
+// hideHostPath is err as the tenant sees it: an ErrInvalid of reading
+// path becomes errNotArchive (a sparse bomb is still told: only an
+// archive made to be one has sparse entries).
+func hideHostPath(path string, err error) error {
+	if errors.Is(err, ErrInvalid) && !errors.Is(err, errExpands) {
+		return fmt.Errorf("checkpoint %s: %w", path, errNotArchive)
+	}
+	return err
+}
+
 // openArchive opens the regular file at path for reading, and its size.
 // The path is looked at with O_PATH first: a FIFO, device, directory or
 // (last-component) symlink is refused without being opened.

@@ -12,7 +12,6 @@ import (
 	"github.com/checkpoint-restore/go-criu/v8/crit"
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/mnt"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 )
 
 // checkCheckpointMounts refuses a checkpoint whose mount images
@@ -22,15 +21,6 @@ import (
 // mount a filesystem the spec has none of (binfmt_misc, cgroup, a device).
 func (c *creation) checkCheckpointMounts(context.Context) error {
 	return checkMountsAgainst(filepath.Join(c.m.ctrStateDir(c.rec.ID), checkpointImagesDir), c.spec)
-}
-
-// mountRule is what the spec allows at one mount point.
-type mountRule struct {
-	fstypes  []mnt.Fstype // allowed when the mount is not external
-	external bool         // an external (bind) mount is allowed
-	ro       bool         // the mount must be read-only
-	rwTmpfs  bool         // ro does not bind a tmpfs (cgroup v1's holder)
-	root     string       // the root a non-external mount must have ("": any)
 }
 
 func checkMountsAgainst(images string, spec *specs.Spec) error {
@@ -73,21 +63,12 @@ func checkMountTree(ms []*mnt.MntEntry, spec *specs.Spec) error {
 		if mp != "/" && byID[m.GetParentMntId()] != parentMount(mp, seen) {
 			return fmt.Errorf("mount at %s is not under its parent mount %s", mp, parentMount(mp, seen))
 		}
-		rule, ok := ruleFor(mp, spec)
+		rule, ok := ruleFor(m, spec) // restore_mountrules.go
 		if !ok {
 			return fmt.Errorf("mount at %s, which the container's spec does not mount", mp)
 		}
-		ext := m.GetExtKey() != "" || m.GetExtMount()
-		typ := fstypeOfEntry(m)
-		switch {
-		case ext && !rule.external:
-			return fmt.Errorf("external mount at %s, where the spec mounts %v", mp, rule.fstypes)
-		case !ext && !slices.Contains(rule.fstypes, typ):
-			return fmt.Errorf("%s mount at %s, where the spec allows %v", typ, mp, rule.fstypes)
-		case !ext && rule.root != "" && m.GetRoot() != rule.root:
-			return fmt.Errorf("mount at %s shows %s of its filesystem, not %s", mp, m.GetRoot(), rule.root)
-		case rule.ro && m.GetFlags()&unix.MS_RDONLY == 0 && (!rule.rwTmpfs || ext || typ != mnt.Fstype_TMPFS):
-			return fmt.Errorf("mount at %s is writable; the spec mounts it read-only", mp)
+		if err := checkEntry(m, rule); err != nil {
+			return err
 		}
 	}
 	if spec.Linux == nil {
@@ -124,70 +105,6 @@ func parentMount(mp string, seen map[string]bool) string {
 			return p
 		}
 	}
-}
-
-// ruleFor is what the spec allows at mount point mp.
-func ruleFor(mp string, spec *specs.Spec) (mountRule, bool) {
-	if mp == "/" {
-		return mountRule{fstypes: []mnt.Fstype{mnt.Fstype_OVERLAYFS}, root: "/", ro: spec.Root != nil && spec.Root.Readonly}, true
-	}
-	if spec.Linux != nil {
-		if slices.Contains(spec.Linux.MaskedPaths, mp) {
-			// runc: /dev/null bound over a file, a read-only tmpfs over a directory.
-			return mountRule{fstypes: []mnt.Fstype{mnt.Fstype_TMPFS}, external: true, root: "/"}, true
-		}
-		if slices.Contains(spec.Linux.ReadonlyPaths, mp) {
-			// runc: a read-only bind of the path onto itself.
-			typ, rel := parentOf(mp, spec)
-			return mountRule{fstypes: []mnt.Fstype{typ}, ro: true, root: rel}, true
-		}
-	}
-	for _, sm := range slices.Backward(spec.Mounts) {
-		if sm.Destination == mp {
-			return specMountRule(sm), true
-		}
-		// cgroup v1: libcontainer mounts one bind per controller under the
-		// cgroup mount, external in the image.
-		if sm.Type == "cgroup" && strings.HasPrefix(mp, sm.Destination+"/") && !strings.Contains(strings.TrimPrefix(mp, sm.Destination+"/"), "/") {
-			return mountRule{external: true, ro: slices.Contains(sm.Options, "ro")}, true
-		}
-	}
-	return mountRule{}, false
-}
-
-func specMountRule(sm specs.Mount) mountRule {
-	ro := slices.Contains(sm.Options, "ro") || slices.Contains(sm.Options, "rro")
-	if typ, ok := fstypeOf[sm.Type]; ok {
-		return mountRule{fstypes: []mnt.Fstype{typ}, ro: ro, root: "/"}
-	}
-	if sm.Type == "cgroup" || sm.Type == "cgroup2" {
-		// v1: a tmpfs holding the controllers' binds; v2: cgroup2.
-		return mountRule{fstypes: []mnt.Fstype{mnt.Fstype_TMPFS, mnt.Fstype_CGROUP2}, external: true, ro: ro, rwTmpfs: true}
-	}
-	return mountRule{external: true, ro: ro} // bind mounts: external in the image
-}
-
-// fstypeOf maps the spec's mount types to CRIU's.
-var fstypeOf = map[string]mnt.Fstype{
-	"proc": mnt.Fstype_PROC, "sysfs": mnt.Fstype_SYSFS, "devpts": mnt.Fstype_DEVPTS,
-	"mqueue": mnt.Fstype_MQUEUE, "tmpfs": mnt.Fstype_TMPFS,
-}
-
-// parentOf is the type of the spec mount a read-only path lies in (proc
-// for /proc/sys) and the path within it ("/sys").
-func parentOf(mp string, spec *specs.Spec) (mnt.Fstype, string) {
-	best := ""
-	for _, sm := range spec.Mounts {
-		if strings.HasPrefix(mp, sm.Destination+"/") && len(sm.Destination) > len(best) {
-			best = sm.Destination
-		}
-	}
-	for _, sm := range spec.Mounts {
-		if sm.Destination == best {
-			return fstypeOf[sm.Type], strings.TrimPrefix(mp, best)
-		}
-	}
-	return mnt.Fstype_UNSUPPORTED, mp
 }
 
 // readMounts decodes a mountpoints-*.img.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/mnt"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -19,9 +20,10 @@ func testMountSpec() *specs.Spec {
 		Mounts: []specs.Mount{
 			{Destination: "/proc", Type: "proc"},
 			{Destination: "/sys", Type: "sysfs", Options: []string{"ro"}},
-			{Destination: "/data", Type: "bind", Options: []string{"rbind", "ro"}},
+			{Destination: "/data", Type: "bind", Options: []string{"rbind", "rprivate", "ro"}},
+			{Destination: "/rw", Type: "bind", Options: []string{"rbind", "rslave", "rw", "nosuid", "nodev"}},
 		},
-		Linux: &specs.Linux{ReadonlyPaths: []string{"/proc/sys"}, MaskedPaths: []string{"/proc/nonexistent-mask"}},
+		Linux: &specs.Linux{ReadonlyPaths: []string{"/proc/sys"}, MaskedPaths: []string{"/proc/nonexistent-mask", "/proc/kcore", "/proc/acpi"}},
 	}
 }
 
@@ -41,6 +43,9 @@ func genuineMounts() []*mnt.MntEntry {
 		entry(3, 2, "/proc/sys", mnt.Fstype_PROC, "/sys", 1, ""),
 		entry(4, 1, "/sys", mnt.Fstype_SYSFS, "/", 1, ""),
 		entry(5, 1, "/data", mnt.Fstype_UNSUPPORTED, "/host/data", 1, "/data"),
+		entry(6, 1, "/rw", mnt.Fstype_UNSUPPORTED, "/host/rw", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "/rw"),
+		entry(7, 2, "/proc/kcore", mnt.Fstype_TMPFS, "/null", unix.MS_NOSUID, "/dev/null"),
+		entry(8, 2, "/proc/acpi", mnt.Fstype_TMPFS, "/", unix.MS_RDONLY, ""),
 	}
 }
 
@@ -67,8 +72,18 @@ func TestCheckMountTree(t *testing.T) {
 		"stacked": {func(ms []*mnt.MntEntry) []*mnt.MntEntry {
 			return append(ms, entry(9, 1, "/proc", mnt.Fstype_PROC, "/", 0, ""))
 		}, "two mounts"},
-		"ro path absent": {func(ms []*mnt.MntEntry) []*mnt.MntEntry { return append(ms[:2], ms[3:]...) }, "not masked or read-only"},
-		"external proc":  {func(ms []*mnt.MntEntry) []*mnt.MntEntry { ms[1].ExtKey = proto.String("/data"); return ms }, "external mount"},
+		"ro path absent":         {func(ms []*mnt.MntEntry) []*mnt.MntEntry { return append(ms[:2], ms[3:]...) }, "not masked or read-only"},
+		"external proc":          {func(ms []*mnt.MntEntry) []*mnt.MntEntry { ms[1].ExtKey = proto.String("/data"); return ms }, "external mount"},
+		"ro volume's key at /rw": {func(ms []*mnt.MntEntry) []*mnt.MntEntry { ms[5].ExtKey = proto.String("/data"); return ms }, `source of "/data"`},
+		"old ext_mount form": {func(ms []*mnt.MntEntry) []*mnt.MntEntry {
+			ms[5].ExtKey, ms[5].ExtMount = nil, proto.Bool(true)
+			return ms
+		}, "old form"},
+		"/rw without nodev":        {func(ms []*mnt.MntEntry) []*mnt.MntEntry { ms[5].Flags = proto.Uint32(unix.MS_NOSUID); return ms }, "lacks nodev"},
+		"/rw shared":               {func(ms []*mnt.MntEntry) []*mnt.MntEntry { ms[5].SharedId = proto.Uint32(7); return ms }, "is shared"},
+		"/data a slave":            {func(ms []*mnt.MntEntry) []*mnt.MntEntry { ms[4].MasterId = proto.Uint32(7); return ms }, "is a slave"},
+		"mask with a volume's key": {func(ms []*mnt.MntEntry) []*mnt.MntEntry { ms[6].ExtKey = proto.String("/rw"); return ms }, `source of "/rw"`},
+		"writable mask tmpfs":      {func(ms []*mnt.MntEntry) []*mnt.MntEntry { ms[7].Flags = proto.Uint32(0); return ms }, "writable"},
 	} {
 		if err := checkMountTree(c.edit(genuineMounts()), testMountSpec()); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", name, err, c.want)

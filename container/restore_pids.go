@@ -11,6 +11,7 @@ import (
 	"github.com/checkpoint-restore/go-criu/v8/crit"
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/pstree"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/internal/pidns"
 )
@@ -26,6 +27,16 @@ func (c *creation) reservePids(context.Context) error {
 	if ns == "" {
 		return nil
 	}
+	host, err := sameNamespace(ns, "/proc/self/ns/pid")
+	switch {
+	case err != nil:
+		return fmt.Errorf("the PID namespace the container joins: %w", err)
+	case host:
+		// A hostPID pod's pause is in the daemon's (the host's) namespace:
+		// the archive's pids would move the host's cursor, for good.
+		return fmt.Errorf("%w: the container joins the host's PID namespace (its pod's pause is in it); a restore reserves pids only in a pod's own",
+			ErrFailedPrecondition)
+	}
 	top, err := maxCheckpointPid(filepath.Join(c.m.ctrStateDir(c.rec.ID), checkpointImagesDir, "pstree.img"))
 	if err != nil {
 		return fmt.Errorf("%w: checkpoint image pstree.img: %v", ErrInvalid, err)
@@ -37,6 +48,18 @@ func (c *creation) reservePids(context.Context) error {
 		return fmt.Errorf("reserve the checkpoint's pids up to %d: %w", top, err)
 	}
 	return nil
+}
+
+// sameNamespace tells whether the namespace files a and b are one namespace.
+func sameNamespace(a, b string) (bool, error) {
+	var sa, sb unix.Stat_t
+	if err := unix.Stat(a, &sa); err != nil {
+		return false, err
+	}
+	if err := unix.Stat(b, &sb); err != nil {
+		return false, err
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil
 }
 
 // pidMax is the node's kernel.pid_max: no pid reaches it.

@@ -166,10 +166,18 @@ func (p *puller) pullArtifact(ctx context.Context, mb manifestBlob, m *v1.Manife
 		Layers: []layerRecord{{Digest: id, DiffID: id, MediaType: string(mb.mediaType), Size: total}},
 	}
 	p.prog.total.Store(total)
+	verified, err := p.verifyStoredBlobs(ctx, files, nil) // artifact_verify.go
+	if err != nil {
+		return Image{}, err
+	}
 	err = p.s.flights.do(ctx, "layer:"+id, p.prog, func(fctx context.Context, ps *progressSet) error {
 		return p.ensureArtifactDir(fctx, ps, files, p.s.layerPath(id))
 	})
 	if err != nil {
+		return Image{}, err
+	}
+	// Blobs another pull fetched meanwhile (its flight built the volume).
+	if _, err := p.verifyStoredBlobs(ctx, files, verified); err != nil {
 		return Image{}, err
 	}
 	tag := ""
@@ -247,6 +255,10 @@ func (p *puller) ensureArtifactBlob(ctx context.Context, ps *progressSet, d v1.D
 		if bt.n != d.Size {
 			return fmt.Errorf("blob %s: got %d bytes or more, want %d", d.Digest, bt.n, d.Size)
 		}
-		return bt.commit()
+		if err := bt.commit(); err != nil {
+			return err
+		}
+		p.markFetched(d.Digest.String())
+		return nil
 	})
 }

@@ -146,7 +146,8 @@ type puller struct {
 
 	mu      sync.Mutex
 	clients map[int]*remote.Puller
-	dead    map[int]bool // endpoints that failed to connect in this pull
+	dead    map[int]bool    // endpoints that failed to connect in this pull
+	fetched map[string]bool // artifact blobs this pull downloaded (artifact_verify.go)
 }
 
 func (p *puller) client(i int) (*remote.Puller, error) {

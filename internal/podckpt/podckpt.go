@@ -84,13 +84,14 @@ func Read(dir string) (*Manifest, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("%w: checkpoint_path %q is not absolute", ErrInvalid, dir)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	data, err := readManifest(dir) // open.go
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, dir, err)
+		return nil, err
 	}
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, ManifestName, err)
+		// json's message would quote the file's first bytes.
+		return nil, fmt.Errorf("%w: %s is not a pod checkpoint manifest (JSON)", ErrInvalid, ManifestName)
 	}
 	if m.Runtime != Runtime || m.Format != Format {
 		return nil, fmt.Errorf("%w: checkpoint written by %q format %d; this minicri restores %q format %d",
