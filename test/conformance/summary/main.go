@@ -35,7 +35,7 @@ func main() {
 	flag.Var(&excluded, "excluded", "exclusion file (repeatable)")
 	flag.Var(&expected, "expected-failures", "file of specs expected to fail (same format; repeatable)")
 	verbose := flag.Bool("v", false, "also list every passed spec and the specs the suite skipped")
-	list := flag.Bool("list", false, "only print the name of every spec in focus, sorted (of a --ginkgo.dry-run report: the suite binary's specs)")
+	list := flag.Bool("list", false, "only print the name of every spec the run ran, sorted (of a --ginkgo.dry-run report: the specs the binary has for a focus and skip)")
 	flag.Parse()
 	if *report == "" {
 		fmt.Fprintln(os.Stderr, "summary: -report is required")
@@ -76,8 +76,8 @@ func run(w io.Writer, reportPath, focus string, excludedFiles, expectedFiles []s
 	return c.print(w, excl, exp, verbose), nil
 }
 
-// listSpecs prints the name of every spec of the report that the focus selects, whatever
-// its result, sorted.
+// listSpecs prints the name of every spec of the report that the focus selects and the
+// run did not skip, sorted.
 func listSpecs(w io.Writer, reportPath, focus string) error {
 	rep, err := junit.Read(reportPath)
 	if err != nil {
@@ -88,7 +88,7 @@ func listSpecs(w io.Writer, reportPath, focus string) error {
 		return err
 	}
 	var names []string
-	for _, l := range [][]junit.Case{c.passed, c.failed, c.suiteSkipped} {
+	for _, l := range [][]junit.Case{c.passed, c.failed} {
 		for _, tc := range l {
 			names = append(names, specText(tc.Name))
 		}
