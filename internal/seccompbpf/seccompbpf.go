@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/seccomp"
@@ -135,11 +136,11 @@ func readChain(tid int) ([]Filter, error) {
 		// ptrace requests must come from the thread that attached; the
 		// thread is left locked, to end with the goroutine.
 		runtime.LockOSThread()
-		if err := ptrace(unix.PTRACE_SEIZE, tid, 0, 0); err != nil {
+		if err := ptrace(unix.PTRACE_SEIZE, tid, 0); err != nil {
 			done <- result{err: fmt.Errorf("ptrace seize: %w", err)}
 			return
 		}
-		if err := ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0); err != nil {
+		if err := ptrace(unix.PTRACE_INTERRUPT, tid, 0); err != nil {
 			done <- result{err: fmt.Errorf("ptrace interrupt: %w", err)}
 			return
 		}
@@ -159,7 +160,7 @@ func readChain(tid int) ([]Filter, error) {
 func getFilters(tid int) ([]Filter, error) {
 	var chain []Filter
 	for i := 0; ; i++ {
-		n, err := ptraceRet(unix.PTRACE_SECCOMP_GET_FILTER, tid, uintptr(i), 0)
+		n, err := ptraceRet(unix.PTRACE_SECCOMP_GET_FILTER, tid, uintptr(i), nil)
 		if errors.Is(err, unix.ENOENT) {
 			return chain, nil
 		}
@@ -167,14 +168,14 @@ func getFilters(tid int) ([]Filter, error) {
 			return nil, fmt.Errorf("read seccomp filter %d: %w", i, err)
 		}
 		prog := make([]byte, n*unix.SizeofSockFilter)
-		if _, err := ptraceRet(unix.PTRACE_SECCOMP_GET_FILTER, tid, uintptr(i), bufAddr(prog)); err != nil {
+		if _, err := ptraceRet(unix.PTRACE_SECCOMP_GET_FILTER, tid, uintptr(i), unsafe.Pointer(&prog[0])); err != nil { //nolint:gosec // G103: the kernel fills prog
 			return nil, fmt.Errorf("read seccomp filter %d: %w", i, err)
 		}
-		meta := [2]uint64{uint64(i), 0} // struct seccomp_metadata
-		if _, err := ptraceRet(unix.PTRACE_SECCOMP_GET_METADATA, tid, 16, metaAddr(&meta)); err != nil {
+		meta := [2]uint64{uint64(i), 0}                                                                        // struct seccomp_metadata
+		if _, err := ptraceRet(unix.PTRACE_SECCOMP_GET_METADATA, tid, 16, unsafe.Pointer(&meta)); err != nil { //nolint:gosec // G103: struct seccomp_metadata
 			return nil, fmt.Errorf("read seccomp filter %d's flags: %w", i, err)
 		}
-		chain = append(chain, Filter{Prog: prog, Flags: uint32(meta[1])})
+		chain = append(chain, Filter{Prog: prog, Flags: uint32(meta[1] & 0xffffffff)}) // SECCOMP_FILTER_FLAG_*: low bits
 	}
 }
 
