@@ -3,109 +3,137 @@ package container
 import (
 	"context"
 	"fmt"
-	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/checkpoint-restore/go-criu/v8/crit"
 	criucore "github.com/checkpoint-restore/go-criu/v8/crit/images/criu-core"
 	"github.com/moby/sys/capability"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/minicri/minicri/internal/seccompbpf"
 )
 
-// checkCheckpointCreds refuses a checkpoint whose processes hold more than
-// the new container's spec allows: CRIU restores credentials, seccomp mode
-// and no_new_privs from the images, whatever the spec says, so a crafted
-// (or simply more privileged) archive would otherwise run with them. Every
-// task's capability sets must lie within the spec's bounding set; with
-// no_new_privs or a seccomp profile in the spec the tasks must have them;
-// without CAP_SETUID/CAP_SETGID their IDs must be the spec's.
+// checkCheckpointCreds refuses a checkpoint whose processes would hold
+// more than the new container's spec gives: CRIU restores credentials,
+// no_new_privs, seccomp filters and LSM labels from the images, as root,
+// whatever the spec says, so a crafted (or simply more privileged) archive
+// would otherwise run with them. See checkTask, checkSeccomp and checkLSM.
 func (c *creation) checkCheckpointCreds(context.Context) error {
-	return checkCredsAgainst(filepath.Join(c.m.ctrStateDir(c.rec.ID), checkpointImagesDir), c.spec)
+	var sc *specs.LinuxSeccomp
+	if c.spec.Linux != nil {
+		sc = c.spec.Linux.Seccomp
+	}
+	want, err := seccompChainOf(sc)
+	if err != nil {
+		return err
+	}
+	return checkCredsAgainst(filepath.Join(c.m.ctrStateDir(c.rec.ID), checkpointImagesDir), c.spec, want)
 }
 
-func checkCredsAgainst(images string, spec *specs.Spec) error {
+// checkCredsAgainst checks every thread of the images against spec and
+// the filter chain its seccomp profile yields (want).
+func checkCredsAgainst(images string, spec *specs.Spec, want []seccompbpf.Filter) error {
 	p := spec.Process
 	if p == nil {
 		return fmt.Errorf("%w: spec has no process", ErrInvalid)
 	}
-	var bounding []string
-	if p.Capabilities != nil {
-		bounding = p.Capabilities.Bounding
-	}
-	allowed, err := capMask(bounding)
+	ceil, err := capCeilings(p)
 	if err != nil {
 		return err
 	}
-	cores, err := filepath.Glob(filepath.Join(images, "core-*.img"))
-	if err != nil || len(cores) == 0 {
-		return fmt.Errorf("%w: checkpoint holds no task (core-*.img)", ErrInvalid)
+	ts, err := readCkptTasks(images) // restore_images.go
+	if err != nil {
+		return err
 	}
-	for _, path := range cores {
-		tc, err := readThreadCore(path)
-		if err != nil {
-			return fmt.Errorf("%w: checkpoint image %s: %v", ErrInvalid, filepath.Base(path), err)
+	if ts.aaPolicy {
+		return fmt.Errorf("%w: checkpoint holds AppArmor LSM policy (apparmor.img), which CRIU would load into the kernel", ErrFailedPrecondition)
+	}
+	for _, tid := range slices.Sorted(maps.Keys(ts.cores)) {
+		th := ts.cores[tid].GetThreadCore()
+		err := checkTask(th, p, ceil)
+		if err == nil {
+			err = checkLSM(th.GetCreds(), p) // restore_lsm.go
 		}
-		if err := checkTask(tc, p, spec, allowed); err != nil {
-			return fmt.Errorf("%w: checkpointed task %s (%s) %v", ErrFailedPrecondition,
-				strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "core-"), ".img"), tc.GetComm(), err)
+		if err == nil {
+			err = ts.checkSeccomp(tid, want) // restore_seccomp.go
+		}
+		if err != nil {
+			return fmt.Errorf("%w: checkpointed task %d (%s) %v", ErrFailedPrecondition, tid, th.GetComm(), err)
 		}
 	}
 	return nil
 }
 
-func checkTask(tc *criucore.ThreadCoreEntry, p *specs.Process, spec *specs.Spec, allowed uint64) error {
+// capSets are a task's five capability sets, by name.
+var capSets = []string{"permitted", "effective", "inheritable", "ambient", "bounding"}
+
+// capCeilings is the most each capability set of a task of the spec's
+// process may hold: what the process has after its execve, or can give
+// itself. Root keeps its bounding set in all of them; any other user
+// keeps only its ambient capabilities permitted and effective (execve
+// clears the rest; a setuid or file-capability binary that gave it more
+// is refused: the request does not give it), its inheritable and ambient
+// sets as the spec has them.
+func capCeilings(p *specs.Process) (map[string]uint64, error) {
+	var masks [3]uint64
+	for i, list := range []func(*specs.LinuxCapabilities) []string{
+		func(c *specs.LinuxCapabilities) []string { return c.Bounding },
+		func(c *specs.LinuxCapabilities) []string { return c.Inheritable },
+		func(c *specs.LinuxCapabilities) []string { return c.Ambient },
+	} {
+		m, err := capMask(capsOf(p, list))
+		if err != nil {
+			return nil, err
+		}
+		masks[i] = m
+	}
+	bnd, inh, amb := masks[0], masks[1], masks[2]&masks[0]
+	if p.User.UID == 0 {
+		return map[string]uint64{"permitted": bnd, "effective": bnd, "inheritable": bnd, "ambient": bnd, "bounding": bnd}, nil
+	}
+	return map[string]uint64{"permitted": amb, "effective": amb, "inheritable": inh, "ambient": amb, "bounding": bnd}, nil
+}
+
+// checkTask refuses a thread whose credentials exceed the spec's process:
+// a capability set beyond its ceiling, no no_new_privs where the spec sets
+// it, and, unless the ceiling lets the task switch IDs itself (CAP_SETUID,
+// CAP_SETGID permitted), user or group IDs, or supplementary groups, that
+// are not the spec's.
+func checkTask(tc *criucore.ThreadCoreEntry, p *specs.Process, ceil map[string]uint64) error {
 	cr := tc.GetCreds()
 	if cr == nil {
 		return fmt.Errorf("has no credentials")
 	}
-	for name, set := range map[string][]uint32{
+	sets := map[string][]uint32{
 		"permitted": cr.GetCapPrm(), "effective": cr.GetCapEff(), "bounding": cr.GetCapBnd(),
 		"inheritable": cr.GetCapInh(), "ambient": cr.GetCapAmb(),
-	} {
-		if extra := words(set) &^ allowed; extra != 0 {
-			return fmt.Errorf("has %s capabilities %#x the container may not have", name, extra)
+	}
+	for _, name := range capSets {
+		if extra := words(sets[name]) &^ ceil[name]; extra != 0 {
+			return fmt.Errorf("has %s capabilities %#x the container's process may not have", name, extra)
 		}
 	}
 	if p.NoNewPrivileges && cr.GetNoNewPrivs() == 0 {
 		return fmt.Errorf("lacks no_new_privs, which the container sets")
 	}
-	if spec.Linux != nil && spec.Linux.Seccomp != nil && tc.GetSeccompMode() != criucore.SeccompMode_filter {
-		return fmt.Errorf("runs without the seccomp filter the container has")
-	}
-	// A non-root no_new_privs process gains no IDs, groups or capabilities
-	// beyond its ambient set (no setuid binary, no file capability helps
-	// it), whatever the bounding set holds.
-	locked := p.NoNewPrivileges && p.User.UID != 0
-	if locked {
-		ambient, err := capMask(capsOf(p, func(c *specs.LinuxCapabilities) []string { return c.Ambient }))
-		if err != nil {
-			return err
-		}
-		if extra := (words(cr.GetCapPrm()) | words(cr.GetCapEff())) &^ ambient; extra != 0 {
-			return fmt.Errorf("has capabilities %#x a non-root no_new_privs container cannot hold", extra)
-		}
-		allowed &= ambient // for the ID checks below
-	}
-	if allowed&(1<<uint(capability.CAP_SETGID)) == 0 {
-		for _, g := range cr.GetGroups() {
-			if g != p.User.GID && !slices.Contains(p.User.AdditionalGids, g) {
-				return fmt.Errorf("is in group %d, which the container's process is not", g)
-			}
-		}
-	}
-	if allowed&(1<<uint(capability.CAP_SETUID)) == 0 {
+	if ceil["permitted"]&(1<<uint(capability.CAP_SETUID)) == 0 {
 		for _, id := range []uint32{cr.GetUid(), cr.GetEuid(), cr.GetSuid(), cr.GetFsuid()} {
 			if id != p.User.UID {
 				return fmt.Errorf("runs as uid %d, not the container's %d", id, p.User.UID)
 			}
 		}
 	}
-	if allowed&(1<<uint(capability.CAP_SETGID)) == 0 {
+	if ceil["permitted"]&(1<<uint(capability.CAP_SETGID)) == 0 {
 		for _, id := range []uint32{cr.GetGid(), cr.GetEgid(), cr.GetSgid(), cr.GetFsgid()} {
 			if id != p.User.GID {
 				return fmt.Errorf("runs as gid %d, not the container's %d", id, p.User.GID)
+			}
+		}
+		for _, g := range cr.GetGroups() {
+			if g != p.User.GID && !slices.Contains(p.User.AdditionalGids, g) {
+				return fmt.Errorf("is in group %d, which the container's process is not", g)
 			}
 		}
 	}
@@ -118,27 +146,6 @@ func capsOf(p *specs.Process, set func(*specs.LinuxCapabilities) []string) []str
 		return nil
 	}
 	return set(p.Capabilities)
-}
-
-// readThreadCore decodes the thread core of a core-<pid>.img.
-func readThreadCore(path string) (*criucore.ThreadCoreEntry, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	img, err := crit.New(f, nil, "", false, true).Decode(&criucore.CoreEntry{})
-	if err != nil {
-		return nil, err
-	}
-	if len(img.Entries) != 1 {
-		return nil, fmt.Errorf("%d core entries", len(img.Entries))
-	}
-	ce, ok := img.Entries[0].Message.(*criucore.CoreEntry)
-	if !ok || ce.GetThreadCore() == nil {
-		return nil, fmt.Errorf("no thread core")
-	}
-	return ce.GetThreadCore(), nil
 }
 
 // words joins CRIU's 32-bit capability words into one mask.

@@ -55,6 +55,10 @@ func (r LibcontainerRestore) Create(id, bundle string, spec *specs.Spec, io Stdi
 		// in (the new container's): the image's cgroup paths are the old
 		// container's, and an archive's to choose (they climbed out with "..").
 		ManageCgroupsMode: "ignore",
+		// The request's LSM label, not the images': the daemon refused
+		// images whose labels differ (container/restore_lsm.go); CRIU
+		// rewrites every restored task's label to this one.
+		LsmProfile: lsmProfile(spec.Process),
 	})
 	if err != nil {
 		if derr := c.Destroy(); derr != nil {
@@ -77,6 +81,21 @@ func (r LibcontainerRestore) Create(id, bundle string, spec *specs.Spec, io Stdi
 		return nil, fmt.Errorf("load the restored container: %w", err)
 	}
 	return &lcContainer{lcHandle: lcHandle{c: loaded}, p: p}, nil
+}
+
+// lsmProfile is CRIU's --lsm-profile for the spec's process: its
+// AppArmor profile or SELinux label, "" (the images' labels, which the
+// daemon checked are none) when it has neither.
+func lsmProfile(p *specs.Process) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.ApparmorProfile != "":
+		return "apparmor:" + p.ApparmorProfile
+	case p.SelinuxLabel != "":
+		return "selinux:" + p.SelinuxLabel
+	}
+	return ""
 }
 
 // Load implements Runtime.
