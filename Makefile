@@ -55,7 +55,7 @@ CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all check integration-short deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt bench-scale clean FORCE
-.PHONY: cluster cluster-down cluster-netcheck cluster-scale cluster-test conformance-ci
+.PHONY: conformance-ci-specs cluster cluster-down cluster-netcheck cluster-scale cluster-test conformance-ci
 .PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall
 
 all: build
@@ -156,6 +156,11 @@ conformance: build
 conformance-ci: build
 	@hack/deps.sh check conformance-ci
 	CONFORMANCE_SUBSET=ci CONFORMANCE_OUT=$(CURDIR)/$(OUT)/conformance-ci test/conformance/run.sh
+
+# test/conformance/ci-specs from the full suite's dry run (after a Kubernetes bump: the
+# CI subset's own suite binary must hold exactly these specs).
+conformance-ci-specs: | deps
+	test/conformance/ci-specs.sh
 
 # A multi-node cluster on this machine (test/cluster: nodes in network namespaces, each with
 # its own minicri, kubelet and kube-proxy; CoreDNS; left running until cluster-down).

@@ -31,8 +31,10 @@ MODE=${CONFORMANCE_CLUSTER:-auto}
 case ${CONFORMANCE_SUBSET:-} in
 "") ;;
 ci)
-	export CONFORMANCE_FOCUS=${CONFORMANCE_FOCUS:-'\[NodeConformance\]|\[sig-network\] (Services|DNS) .*\[Conformance\]'}
-	export CONFORMANCE_SKIP=${CONFORMANCE_SKIP:-'\[Slow\]|\[Serial\]|\[Disruptive\]'}
+	# shellcheck source=test/conformance/ci-focus.sh
+	. "$ROOT/test/conformance/ci-focus.sh"
+	export CONFORMANCE_FOCUS=${CONFORMANCE_FOCUS:-$CI_FOCUS}
+	export CONFORMANCE_SKIP=${CONFORMANCE_SKIP:-$CI_SKIP}
 	;;
 *) echo "conformance: CONFORMANCE_SUBSET=$CONFORMANCE_SUBSET: want ci or empty" >&2; exit 2 ;;
 esac
@@ -52,6 +54,21 @@ t0=$(date +%s)
 CONFORMANCE_BIN=$("$DIR/tools.sh" "$ROOT/_output/conformance/bin")
 export CONFORMANCE_BIN
 log "e2e.test and agnhost ready in $(($(date +%s) - t0))s"
+if [ "${CONFORMANCE_SUBSET:-}" = ci ] && [ "$CONFORMANCE_FOCUS" = "$CI_FOCUS" ] && [ "$CONFORMANCE_SKIP" = "$CI_SKIP" ]; then
+	# The CI subset's suite (tools.sh's cisuite) must hold every spec the full suite runs
+	# for this focus and skip: test/conformance/ci-specs (regenerate it from the full
+	# suite's dry run after a Kubernetes bump: test/conformance/README.md).
+	"$CONFORMANCE_BIN/e2e.test" --provider=skeleton --ginkgo.dry-run --ginkgo.focus="$CONFORMANCE_FOCUS" \
+		--ginkgo.skip="$CONFORMANCE_SKIP" --ginkgo.junit-report="$CONFORMANCE_OUT/dry-run.xml" >"$CONFORMANCE_OUT/dry-run.log" 2>&1 ||
+		{ tail -n 20 "$CONFORMANCE_OUT/dry-run.log" >&2; log "the CI suite's dry run failed"; exit 1; }
+	go run ./test/conformance/summary -report "$CONFORMANCE_OUT/dry-run.xml" -focus "$CONFORMANCE_FOCUS" -list >"$CONFORMANCE_OUT/ci-specs"
+	if ! diff -u "$DIR/ci-specs" "$CONFORMANCE_OUT/ci-specs" >"$CONFORMANCE_OUT/ci-specs.diff"; then
+		head -n 20 "$CONFORMANCE_OUT/ci-specs.diff" >&2
+		log "the CI suite's specs differ from test/conformance/ci-specs ($CONFORMANCE_OUT/ci-specs.diff)"
+		exit 1
+	fi
+	log "the CI suite holds the $(wc -l <"$DIR/ci-specs") specs of test/conformance/ci-specs"
+fi
 # The registry of every minicri instance the cluster starts also serves the suite's images.
 export INSTANCE_REGISTRY_ARGS="-e2e-images $CONFORMANCE_BIN"
 export KUBECTL=${KUBECTL:-$("$ROOT/test/e2e/tools.sh")/kubectl}
