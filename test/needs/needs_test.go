@@ -18,7 +18,8 @@ var phasesOf = []struct {
 	prefix string
 	phases []string
 }{
-	{".ci/run", nil}, // runs before make deps: make and apt-get only, installed by itself
+	{".ci/run", nil},      // runs before make deps: make and apt-get only, installed by itself
+	{"hack/cold.sh", nil}, // undoes make deps by hand, then runs .ci/run (git, procps: the machine's)
 	{"hack/deps.sh", []string{"deps"}},
 	{"hack/fuzz.sh", []string{"fuzz"}},
 	{"hack/bench-scale.sh", []string{"bench-scale"}},
