@@ -46,7 +46,7 @@ ARGS    ?=
 # target for TEST_FUZZTIME.
 FUZZTIME      ?= 60s
 FUZZ_PARALLEL ?= 2
-TEST_FUZZTIME ?= 20s
+TEST_FUZZTIME ?= 10s
 # Flags for the bench client, e.g. BENCH_ARGS="-n 50 -hostport".
 BENCH_ARGS ?= -n 20
 
