@@ -74,6 +74,7 @@ func (c *creation) restoreSteps() []steps.Step {
 		{Name: "check checkpoint credentials", Do: c.checkCheckpointCreds}, // restore_creds.go
 		{Name: "check checkpoint mounts", Do: c.checkCheckpointMounts},     // restore_mounts.go
 		{Name: "check checkpoint rootfs", Do: c.checkCheckpointRootfs},     // restore_rootfs.go
+		{Name: "check checkpoint files", Do: c.checkCheckpointFiles},       // restore_files.go
 		{Name: "reserve checkpoint pids", Do: c.reservePids},               // restore_pids.go
 		{Name: "write spec", Do: c.writeSpecSynced},
 		{Name: "publish created", Do: c.publish},
