@@ -57,9 +57,9 @@ func checkDiffEntry(path string, st *unix.Stat_t, p *specs.Process) error {
 		return fmt.Errorf("a device node (%d:%d), which the container (no CAP_MKNOD) cannot make", unix.Major(st.Rdev), unix.Minor(st.Rdev))
 	case typ == unix.S_IFLNK:
 		return nil // no mode, no file capability
-	case st.Mode&unix.S_ISUID != 0 && st.Uid != p.User.UID && !(mayUse(p, "CAP_CHOWN") && mayUse(p, "CAP_FOWNER")):
+	case st.Mode&unix.S_ISUID != 0 && st.Uid != p.User.UID && !mayUseAll(p, "CAP_CHOWN", "CAP_FOWNER"):
 		return fmt.Errorf("setuid to uid %d, which the container (uid %d, no CAP_CHOWN and CAP_FOWNER) cannot make", st.Uid, p.User.UID)
-	case typ == unix.S_IFREG && st.Mode&unix.S_ISGID != 0 && !inGroup(p, st.Gid) && !(mayUse(p, "CAP_CHOWN") && mayUse(p, "CAP_FSETID")):
+	case typ == unix.S_IFREG && st.Mode&unix.S_ISGID != 0 && !inGroup(p, st.Gid) && !mayUseAll(p, "CAP_CHOWN", "CAP_FSETID"):
 		// A directory inherits setgid from its parent (an image's), a file does not.
 		return fmt.Errorf("setgid to gid %d, which the container (not in it, no CAP_CHOWN and CAP_FSETID) cannot make", st.Gid)
 	}
@@ -78,6 +78,16 @@ func mayUse(p *specs.Process, name string) bool {
 		return false
 	}
 	return !p.NoNewPrivileges || p.User.UID == 0 || slices.Contains(c.Ambient, name)
+}
+
+// mayUseAll: mayUse of every capability named.
+func mayUseAll(p *specs.Process, names ...string) bool {
+	for _, n := range names {
+		if !mayUse(p, n) {
+			return false
+		}
+	}
+	return true
 }
 
 func inGroup(p *specs.Process, gid uint32) bool {
