@@ -26,7 +26,9 @@ GO=${GO:-go}
 
 # CI's integration subset (README.md has the times): the cgroup v2 and systemd-driver
 # tests (TestCgroup*: RuntimeConfig's driver, OOM reason, working set under page cache,
-# slice parents, a killed service sparing pods, oom_score_adj), AppArmor, monitors
+# slice parents, a killed service sparing pods, oom_score_adj), AppArmor (TestAppArmor.*:
+# profiles, and TestAppArmorRestoredTasksGetTheRequestsProfile: a restored task runs
+# under the request's profile, a foreign label is refused, issue 24), monitors
 # outliving the service; pods and their network, bad input, the container lifecycle and
 # its cgroup, exit codes, OOM, resource updates, daemon restarts and killed monitors,
 # exec and port-forward, metrics (stats), user namespaces; issue 12: a runc-handler pod
