@@ -27,6 +27,13 @@ import (
 // loaded profile or to unconfined, or a genuine RuntimeDefault archive for
 // a Localhost request) is refused with FailedPrecondition naming the LSM
 // label, and leaves nothing.
+//
+// The refusal and CRIU's --lsm-profile each suffice (measured in the guest
+// with a throwaway build: with the refusal disabled, archives relabelled
+// to unconfined and to another loaded profile restored under
+// minicri-default (enforce); with --lsm-profile also dropped, under
+// unconfined and that profile (enforce)). This test cannot tell which of
+// the two gave a genuine archive its label: they agree by construction.
 func TestAppArmorRestoredTasksGetTheRequestsProfile(t *testing.T) {
 	requireAppArmor(t)
 	i := newInstance(t, withRegistry())
