@@ -28,7 +28,9 @@ GO=${GO:-go}
 # PID 1, AppArmor enforcing, Debian 12's kernel), so that the phase fits CI's hour next to
 # the rest of make test: the cgroup v2 and systemd-driver tests (TestCgroup*: RuntimeConfig's
 # driver, OOM reason, working set under page cache, slice parents, a killed service sparing
-# pods, oom_score_adj), AppArmor, monitors outliving the service, OOM, the container
+# pods, oom_score_adj), AppArmor (TestAppArmor.*: profiles, and
+# TestAppArmorRestoredTasksGetTheRequestsProfile: a restored task runs under the request's
+# profile, a foreign label is refused, issue 24), monitors outliving the service, OOM, the container
 # lifecycle and its cgroup, the v2 stats (available/swap/io, pod pressure), a runc-handler
 # pod (runc with systemd cgroups on v2), user namespaces and idmapped mounts on the node's
 # kernel. The tests that behave the same on the host (pod networking, exec/attach/port-forward,
