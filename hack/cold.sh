@@ -39,7 +39,8 @@ echo "cold: and ${paths[*]}"
 [ $DRY = 1 ] && exit 0
 
 if [ ${#pkgs[@]} -gt 0 ]; then
-	DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${pkgs[@]}" >/dev/null
+	# SUDO_FORCE_REMOVE: sudo's prerm refuses when root has no password (this machine's case)
+	DEBIAN_FRONTEND=noninteractive SUDO_FORCE_REMOVE=yes apt-get purge -y -qq "${pkgs[@]}" >/dev/null
 	DEBIAN_FRONTEND=noninteractive apt-get autoremove --purge -y -qq >/dev/null
 fi
 go clean -cache -modcache 2>/dev/null || true
