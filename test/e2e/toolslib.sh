@@ -54,6 +54,13 @@ ensure_with() {
 		fi
 	fi
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/e2e-build.XXXXX")
+	# A build stopped half-way (make test's prebuild is killed when the run ends) leaves no
+	# ~1 GB directory behind; once moved into the cache, the path is gone and this is a no-op.
+	# Every caller runs ensure_with in $(...), so the trap is the subshell's; $tmp is expanded
+	# now (a local, gone when the trap fires).
+	# shellcheck disable=SC2064
+	trap "rm -rf '$tmp'" EXIT
+	trap 'exit 143' TERM INT HUP
 	log "$name: building ${files[*]} (log: $LOG); the first cold build takes long"
 	start=$(date +%s)
 	if ! (cd "$wrapper" && GOFLAGS=-mod=readonly "$builder" "$tmp" "$ldflags") >>"$LOG" 2>&1; then
