@@ -184,6 +184,7 @@ apt_install() {
 		printf '#!/bin/sh\n# minicri hack/deps.sh: no service starts while it installs packages\nexit 101\n' >"$policy"
 		chmod 0755 "$policy"
 		ours=1
+		CLEANUP+=("$policy") # also when apt-get is interrupted: services must start again later
 	fi
 	{ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; }; } || rc=$?
