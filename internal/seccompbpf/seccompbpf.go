@@ -78,6 +78,10 @@ func Of(cfg *configs.Seccomp) ([]Filter, error) {
 		return nil, fmt.Errorf("start the seccomp helper: %w", err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// A helper that never answers must not hold the restore (and its RPC) forever: killed,
+	// its stdout closes and the read below fails.
+	stuck := time.AfterFunc(helperTimeout, func() { _ = cmd.Process.Kill() })
+	defer stuck.Stop()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		_ = cmd.Wait()
@@ -93,6 +97,9 @@ func Of(cfg *configs.Seccomp) ([]Filter, error) {
 	}
 	return readChain(tid)
 }
+
+// helperTimeout bounds the helper's whole life (it answers in milliseconds).
+const helperTimeout = 30 * time.Second
 
 // waitCount waits until the task (under /proc) holds n filters.
 func waitCount(task string, n int) error {
