@@ -7,7 +7,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/internal/cdi"
+	"github.com/minicri/minicri/cdi"
 )
 
 // CDI resolves Container Device Interface devices (internal/cdi.Registry).

@@ -8,7 +8,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/internal/cdi"
+	"github.com/minicri/minicri/cdi"
 )
 
 // fakeCDI records what it is asked and fails as told.

@@ -18,7 +18,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/runc/libcontainer"
 
-	"github.com/minicri/minicri/internal/ocirt"
+	"github.com/minicri/minicri/ocirt"
 )
 
 // DefaultCheckpointTimeout bounds a checkpoint whose request names no timeout.

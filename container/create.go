@@ -11,9 +11,9 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/atomicfile"
-	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/idindex"
 	"github.com/minicri/minicri/internal/proc"

@@ -14,7 +14,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/internal/ocirt"
+	"github.com/minicri/minicri/ocirt"
 )
 
 // MaxExecOutput caps each of stdout and stderr of ExecSync; the rest is

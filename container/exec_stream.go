@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/minicri/minicri/internal/ocirt"
 	"github.com/minicri/minicri/monitor"
+	"github.com/minicri/minicri/ocirt"
 )
 
 // streamDrainTimeout bounds how long an exec waits for its output after the

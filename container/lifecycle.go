@@ -10,9 +10,9 @@ import (
 
 	"github.com/minicri/minicri/internal/atomicfile"
 	"github.com/minicri/minicri/internal/events"
-	"github.com/minicri/minicri/internal/ocirt"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/monitor"
+	"github.com/minicri/minicri/ocirt"
 )
 
 // Start lets a created container run.

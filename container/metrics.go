@@ -11,7 +11,7 @@ import (
 	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 
-	"github.com/minicri/minicri/internal/cgdriver"
+	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/network"
 )
 

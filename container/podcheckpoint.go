@@ -12,7 +12,7 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 
-	"github.com/minicri/minicri/internal/ocirt"
+	"github.com/minicri/minicri/ocirt"
 )
 
 // PodArchive is one container's archive in a pod checkpoint.

@@ -4,7 +4,7 @@ import (
 	"path"
 	"time"
 
-	"github.com/minicri/minicri/internal/cgdriver"
+	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/network"
 )
 

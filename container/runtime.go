@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/minicri/minicri/internal/ocirt"
 	"github.com/minicri/minicri/monitor"
+	"github.com/minicri/minicri/ocirt"
 )
 
 // Runtimes finds the OCI runtime binary of a RuntimeClass handler (nil for

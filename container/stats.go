@@ -11,7 +11,7 @@ import (
 
 	"github.com/opencontainers/cgroups"
 
-	"github.com/minicri/minicri/internal/cgdriver"
+	"github.com/minicri/minicri/cgdriver"
 )
 
 // Usage is resource usage read from a cgroup.

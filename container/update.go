@@ -9,8 +9,8 @@ import (
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/internal/atomicfile"
-	"github.com/minicri/minicri/internal/cgdriver"
 )
 
 // UpdateResources changes a running or created container's cgroup limits

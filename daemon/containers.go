@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/minicri/minicri/apparmor"
+	"github.com/minicri/minicri/cdi"
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
-	"github.com/minicri/minicri/internal/apparmor"
-	"github.com/minicri/minicri/internal/cdi"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/sandbox"
 )

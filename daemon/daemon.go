@@ -17,9 +17,9 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/image"
-	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/monitor"

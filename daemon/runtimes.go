@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/minicri/minicri/config"
-	"github.com/minicri/minicri/internal/ocirt"
+	"github.com/minicri/minicri/ocirt"
 	"github.com/minicri/minicri/server"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/steps"
-	"github.com/minicri/minicri/internal/telemetry"
 	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/telemetry"
 )
 
 // observability is the metrics endpoint and the traces, each only when

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/internal/atomicfile"
-	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/proc"
 )
 

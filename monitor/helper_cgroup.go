@@ -8,7 +8,7 @@ import (
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/systemd"
 
-	"github.com/minicri/minicri/internal/cgdriver"
+	"github.com/minicri/minicri/cgdriver"
 )
 
 // followMonitor moves this helper where cgdriver.PlaceMonitor put the

@@ -12,11 +12,11 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/internal/atomicfile"
-	"github.com/minicri/minicri/internal/cgdriver"
 	"github.com/minicri/minicri/internal/crilog"
-	"github.com/minicri/minicri/internal/ocirt"
 	"github.com/minicri/minicri/internal/proc"
+	"github.com/minicri/minicri/ocirt"
 )
 
 var errUnknownContainer = errors.New("unknown to this monitor")

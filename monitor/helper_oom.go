@@ -10,8 +10,8 @@ import (
 	"github.com/opencontainers/cgroups/fscommon"
 	"golang.org/x/sys/unix"
 
-	"github.com/minicri/minicri/internal/cgdriver"
-	"github.com/minicri/minicri/internal/ocirt"
+	"github.com/minicri/minicri/cgdriver"
+	"github.com/minicri/minicri/ocirt"
 )
 
 // watchOOM hands the monitor what it needs to follow a systemd cgroup's OOM

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"github.com/minicri/minicri/internal/ocirt"
+	"github.com/minicri/minicri/ocirt"
 )
 
 // restoreContainer creates a container by having CRIU restore the process

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/minicri/minicri/internal/cgdriver"
+	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/idindex"

@@ -9,7 +9,7 @@ import (
 	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 
-	"github.com/minicri/minicri/internal/cgdriver"
+	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/internal/mounts"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/minicri/minicri/internal/cgdriver"
+	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/internal/oplock"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/published"

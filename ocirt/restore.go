@@ -10,7 +10,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/internal/cgdriver"
+	"github.com/minicri/minicri/cgdriver"
 )
 
 // LibcontainerRestore is the built-in runtime restoring a container from

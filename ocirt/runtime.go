@@ -1,10 +1,3 @@
-// Package ocirt is the OCI runtime that runs a pod's containers: the
-// built-in libcontainer (in-process, the default RuntimeClass handler "")
-// or an external OCI runtime binary (runc, crun, ...) named by a
-// `[runtimes.<name>]` config table. The pod's monitor creates, starts,
-// signals and deletes containers through it and stays their parent (a
-// child subreaper); the daemon execs into them, updates, stats and, when
-// no monitor answers, kills and deletes them through it.
 package ocirt
 
 import (

@@ -1,9 +1,3 @@
-// Package cdi resolves Container Device Interface (CDI) device names into
-// edits of a container's OCI spec (device nodes and their device cgroup
-// rules, mounts, environment, hooks) with the CNCF container-device-interface
-// library. Specs are read from root-owned spec directories (by default
-// /etc/cdi and /var/run/cdi), cached, and refreshed when the directories
-// change.
 package cdi
 
 import "errors"
