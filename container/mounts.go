@@ -202,13 +202,34 @@ func buildMounts(in *SpecInput, cgroupNS bool) ([]specs.Mount, string, error) {
 	sort.SliceStable(mounts, func(i, j int) bool {
 		return mountDepth(mounts[i].ContainerPath) < mountDepth(mounts[j].ContainerPath)
 	})
+	out := defaultsNotOverridden(mounts, sec.Privileged, cgroupNS)
+	var rootfsPropagation string
+	for _, m := range mounts {
+		src, err := bindSource(m.HostPath)
+		if err != nil {
+			return nil, "", err
+		}
+		propagation, err := bindPropagation(m.Propagation, src, &rootfsPropagation)
+		if err != nil {
+			return nil, "", err
+		}
+		options := append([]string{"rbind", propagation, bindAccess(m)}, m.MountOptions...)
+		sm := specs.Mount{Source: src, Destination: m.ContainerPath, Type: "bind", Options: options}
+		withIDMapping(&sm, m, &in.Pod)
+		out = append(out, sm)
+	}
+	return out, rootfsPropagation, nil
+}
 
+// defaultsNotOverridden are the default mounts that no mount of the request
+// (or of the pod) replaces; a request's /dev replaces every /dev/... default.
+func defaultsNotOverridden(mounts []Mount, privileged, cgroupNS bool) []specs.Mount {
 	overridden := make(map[string]bool, len(mounts))
 	for _, m := range mounts {
 		overridden[filepath.Clean(m.ContainerPath)] = true
 	}
 	var out []specs.Mount
-	for _, m := range defaultMounts(sec.Privileged, cgroupNS) {
+	for _, m := range defaultMounts(privileged, cgroupNS) {
 		dst := filepath.Clean(m.Destination)
 		if overridden[dst] {
 			continue
@@ -218,60 +239,63 @@ func buildMounts(in *SpecInput, cgroupNS bool) ([]specs.Mount, string, error) {
 		}
 		out = append(out, m)
 	}
+	return out
+}
 
-	var rootfsPropagation string
-	for _, m := range mounts {
-		src := m.HostPath
-		// Create the host path if it does not exist, as containerd does.
-		if _, err := os.Stat(src); err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
-				return nil, "", fmt.Errorf("failed to stat %q: %w", src, err)
-			}
-			// 0755 as containerd (and the kubelet's hostPath
-			// DirectoryOrCreate) create it: the container's user, often not
-			// root, must be able to use it.
-			if err := os.MkdirAll(src, 0o755); err != nil { //nolint:gosec // see above
-				return nil, "", fmt.Errorf("failed to mkdir %q: %w", src, err)
-			}
+// bindSource is a bind's host path, created if missing (as containerd does)
+// and with its symlinks resolved.
+func bindSource(hostPath string) (string, error) {
+	if _, err := os.Stat(hostPath); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("failed to stat %q: %w", hostPath, err)
 		}
-		src, err := filepath.EvalSymlinks(src)
-		if err != nil {
-			return nil, "", fmt.Errorf("failed to resolve symlink %q: %w", m.HostPath, err)
+		// 0755 as containerd (and the kubelet's hostPath
+		// DirectoryOrCreate) create it: the container's user, often not
+		// root, must be able to use it.
+		if err := os.MkdirAll(hostPath, 0o755); err != nil { //nolint:gosec // see above
+			return "", fmt.Errorf("failed to mkdir %q: %w", hostPath, err)
 		}
-
-		options := []string{"rbind"}
-		switch m.Propagation {
-		case PropagationBidirectional:
-			if err := ensureShared(src); err != nil {
-				return nil, "", err
-			}
-			options = append(options, "rshared")
-			rootfsPropagation = "rshared"
-		case PropagationHostToContainer:
-			if err := ensureSharedOrSlave(src); err != nil {
-				return nil, "", err
-			}
-			options = append(options, "rslave")
-			if rootfsPropagation != "rshared" {
-				rootfsPropagation = "rslave"
-			}
-		default:
-			options = append(options, "rprivate")
-		}
-		switch {
-		case m.Readonly && m.RecursiveReadOnly:
-			options = append(options, "rro")
-		case m.Readonly:
-			options = append(options, "ro")
-		default:
-			options = append(options, "rw")
-		}
-		options = append(options, m.MountOptions...)
-		sm := specs.Mount{Source: src, Destination: m.ContainerPath, Type: "bind", Options: options}
-		withIDMapping(&sm, m, &in.Pod)
-		out = append(out, sm)
 	}
-	return out, rootfsPropagation, nil
+	src, err := filepath.EvalSymlinks(hostPath)
+	if err != nil {
+		return "", fmt.Errorf("failed to resolve symlink %q: %w", hostPath, err)
+	}
+	return src, nil
+}
+
+// bindPropagation is a bind's propagation option; a shared or slave bind
+// makes the rootfs at least as shared (*rootfs, "rshared" wins).
+func bindPropagation(p Propagation, src string, rootfs *string) (string, error) {
+	switch p {
+	case PropagationBidirectional:
+		if err := ensureShared(src); err != nil {
+			return "", err
+		}
+		*rootfs = "rshared"
+		return "rshared", nil
+	case PropagationHostToContainer:
+		if err := ensureSharedOrSlave(src); err != nil {
+			return "", err
+		}
+		if *rootfs != "rshared" {
+			*rootfs = "rslave"
+		}
+		return "rslave", nil
+	default:
+		return "rprivate", nil
+	}
+}
+
+// bindAccess is a bind's ro/rro/rw option.
+func bindAccess(m Mount) string {
+	switch {
+	case m.Readonly && m.RecursiveReadOnly:
+		return "rro"
+	case m.Readonly:
+		return "ro"
+	default:
+		return "rw"
+	}
 }
 
 func mountDepth(p string) int {

@@ -54,17 +54,47 @@ type SpecInput struct {
 // does), device nodes, /proc/self/mountinfo, cgroup facts, Localhost
 // seccomp profiles and the kernel's AppArmor profiles.
 func BuildSpec(in SpecInput) (*specs.Spec, error) {
-	cfg := &in.Config
-	sec := &cfg.Security
 	if in.Rootfs == "" || !filepath.IsAbs(in.Rootfs) {
 		return nil, fmt.Errorf("container rootfs %q is not an absolute path", in.Rootfs)
 	}
+	proc, err := buildProcess(&in)
+	if err != nil {
+		return nil, err
+	}
+	s := &specs.Spec{
+		Version: specs.Version,
+		Root:    &specs.Root{Path: in.Rootfs, Readonly: in.Config.Security.ReadonlyRootfs},
+		Process: proc,
+		// Hostname stays empty: the container joins the pause's UTS
+		// namespace, where the pause has set it.
+		Linux: &specs.Linux{CgroupsPath: in.CgroupsPath},
+	}
+	// containerd uses a cgroup namespace only on cgroup v2, and not for
+	// privileged containers.
+	cgroupNS := cgroupUnified() && !in.Config.Security.Privileged
+	if err := specNamespaces(s, &in, cgroupNS); err != nil {
+		return nil, err
+	}
+	if err := specMountsAndDevices(s, &in, cgroupNS); err != nil {
+		return nil, err
+	}
+	// After the capabilities: the profile depends on them.
+	if err := specConfinement(s, &in); err != nil {
+		return nil, err
+	}
+	s.Annotations = buildAnnotations(&in.Config, in.Pod.ID)
+	return s, nil
+}
 
+// buildProcess is the container's init: its arguments, working directory,
+// user, capabilities, environment and OOM score.
+func buildProcess(in *SpecInput) (*specs.Process, error) {
+	cfg := &in.Config
+	sec := &cfg.Security
 	args, err := processArgs(cfg.Command, cfg.Args, in.Image)
 	if err != nil {
 		return nil, err
 	}
-
 	cwd := "/"
 	if cfg.WorkingDir != "" {
 		cwd = cfg.WorkingDir
@@ -74,80 +104,73 @@ func BuildSpec(in SpecInput) (*specs.Spec, error) {
 	if !filepath.IsAbs(cwd) {
 		return nil, fmt.Errorf("%w: working directory %q is not absolute", ErrInvalid, cwd)
 	}
-
 	usr, err := buildUser(in.Rootfs, sec, in.Image.User)
 	if err != nil {
 		return nil, err
 	}
-
 	caps, err := buildCapabilities(sec, in.HostCaps)
 	if err != nil {
 		return nil, err
 	}
-
 	oomScoreAdj := int(cfg.Resources.OOMScoreAdj)
-	s := &specs.Spec{
-		Version: specs.Version,
-		Root:    &specs.Root{Path: in.Rootfs, Readonly: sec.ReadonlyRootfs},
-		Process: &specs.Process{
-			Terminal:        cfg.TTY,
-			User:            usr,
-			Args:            args,
-			Env:             buildEnv(podHostname(&in.Pod), in.Image.Env, cfg.Env, cfg.TTY),
-			Cwd:             cwd,
-			Capabilities:    caps,
-			NoNewPrivileges: sec.NoNewPrivs,
-			OOMScoreAdj:     &oomScoreAdj,
-		},
-		// Hostname stays empty: the container joins the pause's UTS
-		// namespace, where the pause has set it.
-		Linux: &specs.Linux{CgroupsPath: in.CgroupsPath},
-	}
+	return &specs.Process{
+		Terminal:        cfg.TTY,
+		User:            usr,
+		Args:            args,
+		Env:             buildEnv(podHostname(&in.Pod), in.Image.Env, cfg.Env, cfg.TTY),
+		Cwd:             cwd,
+		Capabilities:    caps,
+		NoNewPrivileges: sec.NoNewPrivs,
+		OOMScoreAdj:     &oomScoreAdj,
+	}, nil
+}
 
-	// containerd uses a cgroup namespace only on cgroup v2, and not for
-	// privileged containers.
-	cgroupNS := cgroupUnified() && !sec.Privileged
-	s.Linux.Namespaces, err = buildNamespaces(&in, cgroupNS)
+// specNamespaces joins the pod's namespaces and maps its user namespace.
+func specNamespaces(s *specs.Spec, in *SpecInput, cgroupNS bool) error {
+	var err error
+	s.Linux.Namespaces, err = buildNamespaces(in, cgroupNS)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if u := in.Pod.UserNS; u != nil {
 		s.Linux.UIDMappings, s.Linux.GIDMappings = specIDMappings(u.UIDs), specIDMappings(u.GIDs)
 	}
+	return nil
+}
 
-	s.Mounts, s.Linux.RootfsPropagation, err = buildMounts(&in, cgroupNS)
+// specMountsAndDevices is what the container sees of the host: its mounts,
+// masked and read-only paths, devices and the resources (device rules among
+// them) of its cgroup.
+func specMountsAndDevices(s *specs.Spec, in *SpecInput, cgroupNS bool) error {
+	var err error
+	s.Mounts, s.Linux.RootfsPropagation, err = buildMounts(in, cgroupNS)
 	if err != nil {
-		return nil, err
+		return err
 	}
-
+	sec := &in.Config.Security
 	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sec, in.Pod.UserNS != nil)
-
-	devices, rules, moved, err := buildDevices(cfg)
+	devices, rules, moved, err := buildDevices(&in.Config)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if in.Pod.UserNS != nil {
 		devices, s.Mounts = bindMovedDevices(devices, moved, s.Mounts)
 	}
 	s.Linux.Devices = devices
-	s.Linux.Resources, err = buildResources(&cfg.Resources, rules)
-	if err != nil {
-		return nil, err
-	}
+	s.Linux.Resources, err = buildResources(&in.Config.Resources, rules)
+	return err
+}
 
-	// After the capabilities: the profile depends on them.
+// specConfinement is the container's seccomp filter and AppArmor profile.
+func specConfinement(s *specs.Spec, in *SpecInput) error {
+	sec := &in.Config.Security
+	var err error
 	s.Linux.Seccomp, err = buildSeccomp(sec.Seccomp, sec.Privileged, s)
 	if err != nil {
-		return nil, err
+		return err
 	}
-
 	s.Process.ApparmorProfile, err = buildAppArmor(sec.AppArmor, sec.Privileged, in.AppArmor)
-	if err != nil {
-		return nil, err
-	}
-
-	s.Annotations = buildAnnotations(cfg, in.Pod.ID)
-	return s, nil
+	return err
 }
 
 // buildAnnotations are the request's annotations and containerd's own.

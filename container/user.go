@@ -136,86 +136,95 @@ func passwdIDs(usr user.User) (uid, gid uint32, err error) {
 
 // resolveUser mirrors containerd's oci.WithUser for a Linux rootfs.
 func resolveUser(rootfs, userstr string, u *specs.User) error {
-	parseID := func(s, what string) (uint32, bool, error) {
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			if errors.Is(err, strconv.ErrRange) {
-				return 0, false, fmt.Errorf("%w: invalid USER value %q: %s out of range", ErrInvalid, userstr, what)
-			}
-			return 0, false, nil // a name
-		}
-		if v < 0 || v > maxID {
-			return 0, false, fmt.Errorf("%w: invalid USER value %q: %s out of range", ErrInvalid, userstr, what)
-		}
-		return uint32(v), true, nil
-	}
-
 	parts := strings.Split(userstr, ":")
 	switch len(parts) {
 	case 1:
-		uid, numeric, err := parseID(parts[0], "uid")
-		if err != nil {
-			return err
-		}
-		if !numeric {
-			usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Name == parts[0] })
-			if err != nil {
-				return userErr(userstr, err)
-			}
-			u.UID, u.GID, err = passwdIDs(usr)
-			return err
-		}
-		// A uid: take its primary group from /etc/passwd; gid 0 when the
-		// uid (or the file) does not exist.
-		usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Uid == int(uid) })
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoUsersFound) {
-				u.UID, u.GID = uid, 0
-				return nil
-			}
-			return err
-		}
-		u.UID, u.GID, err = passwdIDs(usr)
-		return err
+		return resolveUserOnly(rootfs, userstr, u)
 	case 2:
-		uid, uidNumeric, err := parseID(parts[0], "uid")
+		uid, err := resolveUID(rootfs, userstr, parts[0])
 		if err != nil {
 			return err
 		}
-		gid, gidNumeric, err := parseID(parts[1], "gid")
+		gid, err := resolveGID(rootfs, userstr, parts[1])
 		if err != nil {
 			return err
-		}
-		username, groupname := "", ""
-		if !uidNumeric {
-			username = parts[0]
-		}
-		if !gidNumeric {
-			groupname = parts[1]
-		}
-		if username != "" {
-			usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Name == username })
-			if err != nil {
-				return userErr(userstr, err)
-			}
-			if uid, err = imageID(usr.Uid, "/etc/passwd", usr.Name); err != nil {
-				return err
-			}
-		}
-		if groupname != "" {
-			grp, err := lookupGroup(rootfs, func(g user.Group) bool { return g.Name == groupname })
-			if err != nil {
-				return userErr(userstr, err)
-			}
-			if gid, err = imageID(grp.Gid, "/etc/group", grp.Name); err != nil {
-				return err
-			}
 		}
 		u.UID, u.GID = uid, gid
 		return nil
 	default:
 		return fmt.Errorf("%w: invalid USER value %q", ErrInvalid, userstr)
 	}
+}
+
+// parseUserID reads one numeric half of a USER value; numeric is false for a
+// name.
+func parseUserID(userstr, s, what string) (id uint32, numeric bool, err error) {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, false, fmt.Errorf("%w: invalid USER value %q: %s out of range", ErrInvalid, userstr, what)
+		}
+		return 0, false, nil // a name
+	}
+	if v < 0 || v > maxID {
+		return 0, false, fmt.Errorf("%w: invalid USER value %q: %s out of range", ErrInvalid, userstr, what)
+	}
+	return uint32(v), true, nil
+}
+
+// resolveUserOnly is a USER of a user alone (a name or a uid): its primary
+// group comes from the image's /etc/passwd.
+func resolveUserOnly(rootfs, userstr string, u *specs.User) error {
+	uid, numeric, err := parseUserID(userstr, userstr, "uid")
+	if err != nil {
+		return err
+	}
+	if !numeric {
+		usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Name == userstr })
+		if err != nil {
+			return userErr(userstr, err)
+		}
+		u.UID, u.GID, err = passwdIDs(usr)
+		return err
+	}
+	// A uid: take its primary group from /etc/passwd; gid 0 when the
+	// uid (or the file) does not exist.
+	usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Uid == int(uid) })
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoUsersFound) {
+			u.UID, u.GID = uid, 0
+			return nil
+		}
+		return err
+	}
+	u.UID, u.GID, err = passwdIDs(usr)
+	return err
+}
+
+// resolveUID is the user half of a "user:group" USER value.
+func resolveUID(rootfs, userstr, name string) (uint32, error) {
+	uid, numeric, err := parseUserID(userstr, name, "uid")
+	if err != nil || numeric {
+		return uid, err
+	}
+	usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Name == name })
+	if err != nil {
+		return 0, userErr(userstr, err)
+	}
+	return imageID(usr.Uid, "/etc/passwd", usr.Name)
+}
+
+// resolveGID is the group half of a "user:group" USER value.
+func resolveGID(rootfs, userstr, name string) (uint32, error) {
+	gid, numeric, err := parseUserID(userstr, name, "gid")
+	if err != nil || numeric {
+		return gid, err
+	}
+	grp, err := lookupGroup(rootfs, func(g user.Group) bool { return g.Name == name })
+	if err != nil {
+		return 0, userErr(userstr, err)
+	}
+	return imageID(grp.Gid, "/etc/group", grp.Name)
 }
 
 // userErr turns a failed name lookup into a bad-request error.

@@ -227,6 +227,29 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	cfg.Root = root
+	cfg.withDefaults()
+	s := emptyStore(cfg)
+	for _, p := range cfg.PinnedImages {
+		n, err := NormalizeReference(p)
+		if err != nil {
+			return nil, fmt.Errorf("pinned image: %w", err)
+		}
+		s.pinned[n] = true
+	}
+	if err := s.makeDirs(); err != nil {
+		return nil, err
+	}
+	if err := s.cleanup(); err != nil {
+		return nil, err
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// withDefaults fills in what the configuration leaves at zero.
+func (cfg *Config) withDefaults() {
 	if cfg.RegistryConfigPath == "" {
 		cfg.RegistryConfigPath = DefaultRegistryConfigPath
 	}
@@ -251,13 +274,17 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxEntries == 0 {
 		cfg.MaxEntries = DefaultMaxEntries
 	}
+}
+
+// emptyStore is an empty store over cfg.Root, still recovering.
+func emptyStore(cfg Config) *Store {
 	s := &Store{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		blobDir: filepath.Join(root, "blobs", "sha256"),
-		tmpDir:  filepath.Join(root, "blobs", "tmp"),
-		layDir:  filepath.Join(root, "layers"),
-		imgDir:  filepath.Join(root, "images"),
+		blobDir: filepath.Join(cfg.Root, "blobs", "sha256"),
+		tmpDir:  filepath.Join(cfg.Root, "blobs", "tmp"),
+		layDir:  filepath.Join(cfg.Root, "layers"),
+		imgDir:  filepath.Join(cfg.Root, "images"),
 		pinned:  map[string]bool{},
 		images:  map[string]*record{},
 		leases:  map[string]map[string]bool{},
@@ -273,34 +300,26 @@ func New(cfg Config) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	for _, p := range cfg.PinnedImages {
-		n, err := NormalizeReference(p)
-		if err != nil {
-			return nil, fmt.Errorf("pinned image: %w", err)
-		}
-		s.pinned[n] = true
-	}
+	return s
+}
+
+// makeDirs empties the temporary directory and makes the store's tree.
+func (s *Store) makeDirs() error {
 	if err := os.RemoveAll(s.tmpDir); err != nil {
-		return nil, err
+		return err
 	}
 	// Unpacked layers hold the images' setuid files, device nodes and file
 	// capabilities: only root may enter the store (set again on every
 	// start, whatever mode an older minicri left).
-	if err := hostdir.Ensure(root, hostdir.Private); err != nil {
-		return nil, err
+	if err := hostdir.Ensure(s.cfg.Root, hostdir.Private); err != nil {
+		return err
 	}
 	for _, d := range []string{s.blobDir, s.tmpDir, s.layDir, s.imgDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := s.cleanup(); err != nil {
-		return nil, err
-	}
-	if err := s.load(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return nil
 }
 
 // cleanup removes partial state: half-unpacked or half-removed layer
