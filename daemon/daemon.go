@@ -19,6 +19,7 @@ import (
 
 	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/config"
+	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
@@ -43,25 +44,14 @@ func Run(cfg config.Config) error {
 	if cfg, err = hostDirs(cfg, log); err != nil {
 		return err
 	}
-	net, err := network.NewManager(network.Config{
-		ConfDir:        cfg.Network.ConfDir,
-		BinDirs:        cfg.Network.BinDirs,
-		CacheDir:       filepath.Join(cfg.State, "cni", "cache"),
-		DataDir:        filepath.Join(cfg.Root, "cni", "ipam"),
-		DefaultNetwork: cfg.Network.DefaultNetwork,
-		DefaultName:    cfg.Network.DefaultName,
-		DefaultBridge:  cfg.Network.DefaultBridge,
-		DefaultSubnet:  cfg.Network.DefaultSubnet,
-	})
+	net, err := newNetwork(cfg)
 	if err != nil {
-		return fmt.Errorf("network: %w", err)
+		return err
 	}
-	cgDriver, err := cgdriver.Resolve(cfg.CgroupDriver)
+	cgDriver, cgParent, err := cgroups(cfg, log)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
-	cgParent := cgDriver.DefaultParent(cfg.CgroupParent)
-	log.Info("cgroups", "driver", cgDriver, "parent", cgParent, "unified", cgdriver.Unified())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	obs, err := newObservability(ctx, cfg, log)
@@ -106,10 +96,7 @@ func Run(cfg config.Config) error {
 	if err := images.FinishRecovery(); err != nil {
 		log.Warn("image GC after recovery", "err", err)
 	}
-	stream, err := streaming.New(streaming.Config{
-		Address: cfg.Stream.Address, Port: cfg.Stream.Port, TLSCert: cfg.Stream.TLSCert, TLSKey: cfg.Stream.TLSKey,
-		IdleTimeout: cfg.StreamIdleTimeout(),
-	}, containers, sandboxes, log)
+	stream, err := newStreaming(cfg, containers, sandboxes, log)
 	if err != nil {
 		return err
 	}
@@ -128,6 +115,44 @@ func Run(cfg config.Config) error {
 	err = serve(ctx, ln, srv, obs, log)
 	noPods := len(sandboxes.List(sandbox.Filter{})) == 0
 	return errors.Join(err, stream.Stop(), sandboxes.Close(), net.Close(noPods))
+}
+
+// newNetwork is the pods' network: CNI from the configured directories, or
+// the default bridge network.
+func newNetwork(cfg config.Config) (*network.Manager, error) {
+	net, err := network.NewManager(network.Config{
+		ConfDir:        cfg.Network.ConfDir,
+		BinDirs:        cfg.Network.BinDirs,
+		CacheDir:       filepath.Join(cfg.State, "cni", "cache"),
+		DataDir:        filepath.Join(cfg.Root, "cni", "ipam"),
+		DefaultNetwork: cfg.Network.DefaultNetwork,
+		DefaultName:    cfg.Network.DefaultName,
+		DefaultBridge:  cfg.Network.DefaultBridge,
+		DefaultSubnet:  cfg.Network.DefaultSubnet,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	return net, nil
+}
+
+// cgroups is the configured cgroup driver and the parent of the pods' cgroups.
+func cgroups(cfg config.Config, log *slog.Logger) (cgdriver.Driver, string, error) {
+	cgDriver, err := cgdriver.Resolve(cfg.CgroupDriver)
+	if err != nil {
+		return cgDriver, "", fmt.Errorf("config: %w", err)
+	}
+	cgParent := cgDriver.DefaultParent(cfg.CgroupParent)
+	log.Info("cgroups", "driver", cgDriver, "parent", cgParent, "unified", cgdriver.Unified())
+	return cgDriver, cgParent, nil
+}
+
+// newStreaming is the exec/attach/port-forward server (not yet started).
+func newStreaming(cfg config.Config, containers *container.Manager, sandboxes *sandbox.Manager, log *slog.Logger) (*streaming.Server, error) {
+	return streaming.New(streaming.Config{
+		Address: cfg.Stream.Address, Port: cfg.Stream.Port, TLSCert: cfg.Stream.TLSCert, TLSKey: cfg.Stream.TLSKey,
+		IdleTimeout: cfg.StreamIdleTimeout(),
+	}, containers, sandboxes, log)
 }
 
 // programs finds minicri's own executable and the pause program, and checks
