@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/minicri/minicri/apparmor"
 	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/container"
@@ -25,6 +26,7 @@ import (
 	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/monitor"
 	"github.com/minicri/minicri/network"
+	"github.com/minicri/minicri/ocirt"
 	"github.com/minicri/minicri/sandbox"
 	"github.com/minicri/minicri/server"
 	"github.com/minicri/minicri/streaming"
@@ -96,25 +98,49 @@ func Run(cfg config.Config) error {
 	if err := images.FinishRecovery(); err != nil {
 		log.Warn("image GC after recovery", "err", err)
 	}
+	return serveCRI(ctx, node{cfg: cfg, log: log, pause: pause, net: net, cgDriver: cgDriver, obs: obs,
+		images: images, handlers: handlers, bus: bus, sandboxes: sandboxes, containers: containers, aa: aa})
+}
+
+// node is what Run has built: the domain managers and what serves them.
+type node struct {
+	cfg        config.Config
+	log        *slog.Logger
+	pause      string
+	net        *network.Manager
+	cgDriver   cgdriver.Driver
+	obs        *observability
+	images     *image.Store
+	handlers   *ocirt.Handlers
+	bus        *events.Broker
+	sandboxes  *sandbox.Manager
+	containers *container.Manager
+	aa         *apparmor.Host
+}
+
+// serveCRI starts streaming and metrics, serves CRI on the socket until ctx
+// ends, then stops what it started and closes the pods' side.
+func serveCRI(ctx context.Context, n node) error {
+	cfg, log, sandboxes, containers := n.cfg, n.log, n.sandboxes, n.containers
 	stream, err := newStreaming(cfg, containers, sandboxes, log)
 	if err != nil {
 		return err
 	}
 	stream.Start()
-	if err := obs.serveMetrics(sandboxes, containers); err != nil {
+	if err := n.obs.serveMetrics(sandboxes, containers); err != nil {
 		return errors.Join(err, stream.Stop())
 	}
-	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
-		Streaming: stream, Events: bus, Log: log, SystemdCgroups: cgDriver == cgdriver.Systemd, Handlers: handlerInfo(handlers),
-		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(aa)}})
+	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: n.images, Network: n.net,
+		Streaming: stream, Events: n.bus, Log: log, SystemdCgroups: n.cgDriver == cgdriver.Systemd, Handlers: handlerInfo(n.handlers),
+		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(n.aa)}})
 	ln, err := listen(cfg)
 	if err != nil {
-		return err
+		return errors.Join(err, stream.Stop())
 	}
-	log.Info("minicri serving", "listen", cfg.Listen, "root", cfg.Root, "state", cfg.State, "pause", pause, "streaming", stream.URL())
-	err = serve(ctx, ln, srv, obs, log)
+	log.Info("minicri serving", "listen", cfg.Listen, "root", cfg.Root, "state", cfg.State, "pause", n.pause, "streaming", stream.URL())
+	err = serve(ctx, ln, srv, n.obs, log)
 	noPods := len(sandboxes.List(sandbox.Filter{})) == 0
-	return errors.Join(err, stream.Stop(), sandboxes.Close(), net.Close(noPods))
+	return errors.Join(err, stream.Stop(), sandboxes.Close(), n.net.Close(noPods))
 }
 
 // newNetwork is the pods' network: CNI from the configured directories, or

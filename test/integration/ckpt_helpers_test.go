@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -87,10 +88,64 @@ func restoring(cfg *runtimeapi.ContainerConfig, archive string) *runtimeapi.Cont
 }
 
 // tryCreate is a CreateContainer that may be refused: the container's ID
-// ("" if none) and the error.
-func (i *instance) tryCreate(c context.Context, podID string, pod *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) (string, error) {
+// ("" if none) and the error. A refused one must leave nothing behind: no
+// container record, directory, runtime state or mount the call made.
+func (i *instance) tryCreate(t *testing.T, c context.Context, podID string, pod *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) (string, error) {
+	t.Helper()
+	before := i.ctrTraces(t)
 	resp, err := i.rt.CreateContainer(c, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: pod})
+	if err != nil {
+		i.assertNoNewTraces(t, before, err)
+	}
 	return resp.GetContainerId(), err
+}
+
+// ctrTraces is every trace containers leave on the instance: records the
+// daemon lists, their directories, runtime state and mounts.
+func (i *instance) ctrTraces(t *testing.T) map[string]bool {
+	t.Helper()
+	traces := map[string]bool{}
+	resp, err := i.rt.ListContainers(ctx(t), &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range resp.Containers {
+		traces["container "+c.Id] = true
+	}
+	for _, pattern := range []string{"root/containers/*", "state/containers/*", "state/runc/*", "state/runtimes/*/*"} {
+		matches, _ := filepath.Glob(filepath.Join(i.dir, pattern))
+		for _, m := range matches {
+			traces["path "+m] = true
+		}
+	}
+	for _, m := range mountsUnder(i.dir) {
+		traces["mount "+m] = true
+	}
+	return traces
+}
+
+// assertNoNewTraces wants no trace that was not there before a refused call
+// (a cleanup may take a moment).
+func (i *instance) assertNoNewTraces(t *testing.T, before map[string]bool, refusal error) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		var added []string
+		for tr := range i.ctrTraces(t) {
+			if !before[tr] {
+				added = append(added, tr)
+			}
+		}
+		if len(added) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			sort.Strings(added)
+			t.Errorf("refused (%v) but left behind:\n  %s", refusal, strings.Join(added, "\n  "))
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // twoNodes starts the two instances of a migration, a (the source node)

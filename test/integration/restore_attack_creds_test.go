@@ -27,7 +27,7 @@ func (i *instance) refusedAll(t *testing.T, pod string, cfgPod *runtimeapi.PodSa
 	cfg func() *runtimeapi.ContainerConfig, attacks map[string]string, reason string) {
 	t.Helper()
 	for name, archive := range attacks {
-		id, err := i.tryCreate(ctx(t), pod, cfgPod, restoring(cfg(), archive))
+		id, err := i.tryCreate(t, ctx(t), pod, cfgPod, restoring(cfg(), archive))
 		switch {
 		case err == nil:
 			t.Errorf("%s: the archive was accepted", name)

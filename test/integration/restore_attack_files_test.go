@@ -45,7 +45,7 @@ func TestRestoreAttackFileImages(t *testing.T) {
 	_, infB := i.status(t, podB)
 	cfg := func() *runtimeapi.ContainerConfig { return lockedDown(inNamespace(ctrConfig("sleeper", "true"), "it")) }
 	i.refusedAll(t, podB, cfgB, cfg, attacks, "checkpoint file")
-	id, err := i.tryCreate(ctx(t), podB, cfgB, restoring(cfg(), src.archive))
+	id, err := i.tryCreate(t, ctx(t), podB, cfgB, restoring(cfg(), src.archive))
 	if err != nil {
 		t.Fatalf("the genuine archive: %v", err)
 	}

@@ -51,7 +51,7 @@ func TestRestoreAttackOtherTenantsArchive(t *testing.T) {
 
 	pod, cfgPod := i.podWithLogs(t, "thief")
 	_, inf := i.status(t, pod)
-	stolen, err := i.tryCreate(ctx(t), pod, cfgPod, restoring(inNamespace(ctrConfig("thief", "true"), "attacker"), victim.archive))
+	stolen, err := i.tryCreate(t, ctx(t), pod, cfgPod, restoring(inNamespace(ctrConfig("thief", "true"), "attacker"), victim.archive))
 	if status.Code(err) != codes.PermissionDenied {
 		t.Errorf("restore of another namespace's checkpoint: %v (container %q), want PermissionDenied", err, stolen)
 	}
@@ -86,7 +86,7 @@ func TestRestoreAttackHostPaths(t *testing.T) {
 	for _, path := range []string{fifo, "/dev/zero", link, dir, "/etc/shadow"} {
 		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		start := time.Now()
-		_, err := i.tryCreate(c, pod, cfgPod, restoring(inNamespace(ctrConfig("hostpath", "true"), "it"), path))
+		_, err := i.tryCreate(t, c, pod, cfgPod, restoring(inNamespace(ctrConfig("hostpath", "true"), "it"), path))
 		cancel()
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("restore from %s: %v after %s, want InvalidArgument", path, err, time.Since(start).Round(time.Millisecond))
@@ -129,7 +129,7 @@ func TestRestoreAttackSparseBombs(t *testing.T) {
 		if fi, err := os.Stat(path); err != nil || fi.Size() > 1<<20 {
 			t.Fatalf("bomb %s: %v (size %d)", path, err, fi.Size())
 		}
-		_, err := i.tryCreate(ctx(t), pod, cfgPod, restoring(inNamespace(ctrConfig("bomb", "true"), "it"), path))
+		_, err := i.tryCreate(t, ctx(t), pod, cfgPod, restoring(inNamespace(ctrConfig("bomb", "true"), "it"), path))
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "more than") {
 			t.Errorf("restore from %s: %v, want InvalidArgument: expands to more than the archive holds", filepath.Base(path), err)
 		}
@@ -225,7 +225,7 @@ func TestRestoreAttackMountImage(t *testing.T) {
 		tampered := tamperArchive(t, src.archive, "checkpoint/mountpoints-", func(data []byte) []byte {
 			return editMounts(t, data, attack)
 		})
-		id, err := i.tryCreate(ctx(t), podB, cfgB, restoring(inNamespace(ctrConfig("sleeper", "true"), "it"), tampered))
+		id, err := i.tryCreate(t, ctx(t), podB, cfgB, restoring(inNamespace(ctrConfig("sleeper", "true"), "it"), tampered))
 		if err != nil {
 			if c := status.Code(err); c != codes.FailedPrecondition {
 				t.Errorf("%s: %v, want FailedPrecondition", name, err)
@@ -296,7 +296,7 @@ func TestRestoreAttackCgroupImage(t *testing.T) {
 	}
 	// Refused, or restored into the container's own cgroups (minicri has
 	// CRIU ignore the image's cgroups): never elsewhere.
-	id, err := i.tryCreate(ctx(t), podB, cfgB, restoring(inNamespace(ctrConfig("sleeper", "true"), "it"), tampered))
+	id, err := i.tryCreate(t, ctx(t), podB, cfgB, restoring(inNamespace(ctrConfig("sleeper", "true"), "it"), tampered))
 	if err == nil {
 		if _, err = i.rt.StartContainer(ctx(t), &runtimeapi.StartContainerRequest{ContainerId: id}); err == nil {
 			for _, l := range restoredCgroups(t, i, id) {
@@ -367,7 +367,7 @@ func TestRestoreAttackCredsToRoot(t *testing.T) {
 				attack(m.(*criucore.CoreEntry).GetThreadCore().GetCreds())
 			})
 		})
-		id, err := i.tryCreate(ctx(t), podB, cfgB, restoring(nonRoot(ctrConfig("sleeper", "true")), tampered))
+		id, err := i.tryCreate(t, ctx(t), podB, cfgB, restoring(nonRoot(ctrConfig("sleeper", "true")), tampered))
 		if err == nil {
 			t.Errorf("%s: a non-root no_new_privs container was restored from it", name)
 			i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: id})

@@ -39,14 +39,14 @@ func TestRestoreAttackPidRange(t *testing.T) {
 	})
 	podB, cfgB := i.podWithLogs(t, "pids-dst")
 	_, infB := i.status(t, podB)
-	if _, err := i.tryCreate(ctx(t), podB, cfgB, restoring(sleeper(), huge)); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "pid_max") {
+	if _, err := i.tryCreate(t, ctx(t), podB, cfgB, restoring(sleeper(), huge)); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "pid_max") {
 		t.Errorf("a session id of pid_max: %v, want InvalidArgument naming pid_max", err)
 	}
 	hostPod := i.logPodConfig("pids-hostpid")
 	hostPod.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_NODE}}
 	podH := i.runPod(t, hostPod)
 	_, infH := i.status(t, podH)
-	id, err := i.tryCreate(ctx(t), podH, hostPod, restoring(sleeper(), src.archive))
+	id, err := i.tryCreate(t, ctx(t), podH, hostPod, restoring(sleeper(), src.archive))
 	if err == nil {
 		t.Errorf("a restore reserving pids in the host's PID namespace was created")
 		i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: id})

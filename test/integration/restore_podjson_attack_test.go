@@ -83,7 +83,7 @@ func TestRestoreAttackProbeHostPaths(t *testing.T) {
 	writeTar(t, tarball, map[string]string{"hello": "x"})
 	messages := map[string]string{}
 	for _, path := range []string{filepath.Join(dir, "missing"), link, dir, "/dev/null", "/etc/hostname", tarball} {
-		_, err := i.tryCreate(ctx(t), pod, cfgPod, restoring(inNamespace(ctrConfig("probe", "true"), "it"), path))
+		_, err := i.tryCreate(t, ctx(t), pod, cfgPod, restoring(inNamespace(ctrConfig("probe", "true"), "it"), path))
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("restore from %s: %v, want InvalidArgument", path, err)
 			continue

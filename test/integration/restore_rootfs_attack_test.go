@@ -50,7 +50,7 @@ func TestRestoreAttackRootfsDiff(t *testing.T) {
 		cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
 			RunAsUser: &runtimeapi.Int64Value{Value: 1000}, RunAsGroup: &runtimeapi.Int64Value{Value: 1000}, NoNewPrivs: true,
 		}
-		id, err := i.tryCreate(ctx(t), podB, cfgB, restoring(cfg, tampered))
+		id, err := i.tryCreate(t, ctx(t), podB, cfgB, restoring(cfg, tampered))
 		if err == nil {
 			t.Errorf("%s: a uid 1000 no_new_privs container was created with it in its layer", name)
 			i.rt.RemoveContainer(ctx(t), &runtimeapi.RemoveContainerRequest{ContainerId: id})

@@ -150,7 +150,7 @@ func TestRestoreRejectsBadArchives(t *testing.T) {
 		{oldFormat, codes.FailedPrecondition},
 		{escaping, codes.InvalidArgument},
 	} {
-		_, err := i.tryCreate(ctx(t), pod, cfgPod, restoring(ctrConfig("bad", "true"), c.path))
+		_, err := i.tryCreate(t, ctx(t), pod, cfgPod, restoring(ctrConfig("bad", "true"), c.path))
 		if status.Code(err) != c.want {
 			t.Errorf("restore from %s: %v, want %v", filepath.Base(c.path), err, c.want)
 		}
@@ -186,7 +186,7 @@ func TestRestoreRefusesMorePrivilegedCheckpoint(t *testing.T) {
 
 	podB, cfgB := i.podWithLogs(t, "ckpt-caps-dst")
 	_, infB := i.status(t, podB)
-	_, err := i.tryCreate(ctx(t), podB, cfgB, restoring(ctrConfig("counter", "true"), src.archive))
+	_, err := i.tryCreate(t, ctx(t), podB, cfgB, restoring(ctrConfig("counter", "true"), src.archive))
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "capabilities") {
 		t.Errorf("restore of a NET_ADMIN process into a container without it: %v, want FailedPrecondition", err)
 	}

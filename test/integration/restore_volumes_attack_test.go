@@ -69,7 +69,7 @@ func TestRestoreAttackVolumeRemap(t *testing.T) {
 		tampered := tamperArchive(t, src.archive, "checkpoint/mountpoints-", func(data []byte) []byte {
 			return editMounts(t, data, attack)
 		})
-		id, err := i.tryCreate(ctx(t), podB, cfgB, restoring(volumeSleeper(t, vols), tampered))
+		id, err := i.tryCreate(t, ctx(t), podB, cfgB, restoring(volumeSleeper(t, vols), tampered))
 		if err != nil {
 			if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "/rw") {
 				t.Errorf("%s: %v, want FailedPrecondition naming /rw", name, err)
