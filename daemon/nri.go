@@ -23,12 +23,30 @@ func newNRI(cfg config.NRI, log *slog.Logger) (nriHooks, error) {
 	reg, req := cfg.Timeouts()
 	n, err := nri.New(nri.Options{
 		SocketPath: cfg.SocketPath, PluginPath: cfg.PluginPath, PluginConfigPath: cfg.PluginConfigPath,
-		RegistrationTimeout: reg, RequestTimeout: req, Version: server.RuntimeVersion, Log: log,
+		RegistrationTimeout: reg, RequestTimeout: req, Version: server.RuntimeVersion,
+		Validator: validatorOptions(cfg.DefaultValidator), Log: log,
 	})
 	if err != nil {
 		return nriHooks{}, err
 	}
 	return nriHooks{n}, nil
+}
+
+// validatorOptions are the NRI default validator's options of the config.
+func validatorOptions(v config.NRIValidator) nri.ValidatorOptions {
+	var o nri.ValidatorOptions
+	o.Enable = v.Enable
+	o.RejectOCIHookAdjustment = v.RejectOCIHookAdjustment
+	o.RejectRuntimeDefaultSeccompAdjustment = v.RejectRuntimeDefaultSeccompAdjustment
+	o.RejectUnconfinedSeccompAdjustment = v.RejectUnconfinedSeccompAdjustment
+	o.RejectCustomSeccompAdjustment = v.RejectCustomSeccompAdjustment
+	o.RejectNamespaceAdjustment = v.RejectNamespaceAdjustment
+	o.RejectSysctlAdjustment = v.RejectSysctlAdjustment
+	o.RequiredPlugins = v.RequiredPlugins
+	o.TolerateMissingAnnotation = v.TolerateMissingPluginsAnnotation
+	o.RejectHostMounts = v.RejectHostMountAdjustment
+	o.RejectDevices = v.RejectDeviceAdjustment
+	return o
 }
 
 func (h nriHooks) sandbox() sandbox.Hooks {

@@ -23,17 +23,21 @@ func (n *NRI) podOf(podID string) *api.PodSandbox {
 }
 
 // CreateContainer lets the plugins adjust the container's spec; a plugin's
-// error fails CreateContainer. Updates and evictions of other containers
+// error fails CreateContainer, a validator's refusal of the adjustment with
+// container.ErrPermissionDenied. Updates and evictions of other containers
 // they ask for are applied once the creation is done. Sync stays blocked
 // until release.
 func (n *NRI) CreateContainer(ctx context.Context, pod container.PodInfo, ctr container.Info, spec *specs.Spec) (func(), error) {
 	release := n.blockSync()
-	if !n.Active() {
+	if !n.Active() && !n.mustValidate(pod.ID) {
 		return release, nil
 	}
 	resp, err := n.a.CreateContainer(ctx, &api.CreateContainerRequest{
 		Pod: n.podOf(pod.ID), Container: containerToNRI(ctr, spec),
 	})
+	if err != nil && isRefusal(err) {
+		return release, fmt.Errorf("%w: NRI %w", container.ErrPermissionDenied, err)
+	}
 	if err != nil {
 		return release, fmt.Errorf("nri CreateContainer: %w", err)
 	}
@@ -94,6 +98,9 @@ func (n *NRI) UpdateContainer(ctx context.Context, ctr container.Info, res *spec
 		if u.GetContainerId() != ctr.ID {
 			others = append(others, u)
 			continue
+		}
+		if err := n.checkUpdate(u); err != nil {
+			return nil, err
 		}
 		if err := mergeResources(res, u.GetLinux().GetResources()); err != nil {
 			return nil, err

@@ -74,6 +74,7 @@ func containerToNRI(info container.Info, spec *specs.Spec) *api.Container {
 	if u := info.User; u != nil {
 		c.User = &api.User{Uid: u.UID, Gid: u.GID, AdditionalGids: u.Groups}
 	}
+	c.Linux.SeccompProfile = seccompProfileToNRI(cfg.Security.Seccomp)
 	if spec != nil {
 		fromSpec(c, spec)
 	}
@@ -103,6 +104,19 @@ func fromSpec(c *api.Container, spec *specs.Spec) {
 		if l.Seccomp != nil {
 			c.Linux.SeccompPolicy = api.FromOCILinuxSeccomp(l.Seccomp)
 		}
+	}
+}
+
+// seccompProfileToNRI is the seccomp profile the container asked for (the
+// default validator tells its kinds apart).
+func seccompProfileToNRI(p container.Profile) *api.SecurityProfile {
+	switch p.Type {
+	case container.ProfileRuntimeDefault:
+		return &api.SecurityProfile{ProfileType: api.SecurityProfile_RUNTIME_DEFAULT}
+	case container.ProfileLocalhost:
+		return &api.SecurityProfile{ProfileType: api.SecurityProfile_LOCALHOST, LocalhostRef: p.Path}
+	default:
+		return &api.SecurityProfile{ProfileType: api.SecurityProfile_UNCONFINED}
 	}
 }
 

@@ -3,7 +3,9 @@
 // unix socket (or are started from the plugin directory), are synchronized
 // with the pods and containers that exist, hear every lifecycle event, may
 // adjust containers as they are created and update or evict containers at
-// any time. It implements sandbox.Hooks and container.Hooks.
+// any time. A validator (NRI's default validator and minicri's checks,
+// validator.go) and any validation plugins may refuse a container's
+// adjustment. It implements sandbox.Hooks and container.Hooks.
 package nri
 
 import (
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/containerd/nri/pkg/adaptation"
+	"github.com/containerd/nri/pkg/adaptation/builtin"
 	nrilog "github.com/containerd/nri/pkg/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -29,7 +32,10 @@ type Options struct {
 	RegistrationTimeout time.Duration
 	RequestTimeout      time.Duration
 	Version             string // minicri's, told to plugins
+	Validator           ValidatorOptions
 	Log                 *slog.Logger
+
+	builtins []*builtin.BuiltinPlugin // tests: plugins run in process
 }
 
 // Pods is what NRI reads of the sandboxes.
@@ -52,9 +58,15 @@ type Containers interface {
 type NRI struct {
 	a       *adaptation.Adaptation
 	log     *slog.Logger
-	plugins atomic.Int64 // plugins connected and synchronized
-	pods    Pods
-	ctrs    Containers
+	plugins atomic.Int64 // plugins connected and synchronized, the built-in validator included
+	// builtins is how many of them are the built-in validator (0 or 1).
+	builtins int64
+	// required: the validator requires plugins, so creations go through
+	// NRI even with no plugin connected. rejectDevices: updates may not
+	// allow devices either.
+	required, validates, rejectDevices bool
+	pods                               Pods
+	ctrs                               Containers
 }
 
 // New creates the NRI runtime side; Start opens its socket.
@@ -66,10 +78,19 @@ func New(opts Options) (*NRI, error) {
 	nrilog.Set(logger{n.log})
 	adaptation.SetPluginRegistrationTimeout(opts.RegistrationTimeout)
 	adaptation.SetPluginRequestTimeout(opts.RequestTimeout)
+	builtins := opts.builtins
+	if v := defaultValidator(opts.Validator); v != nil {
+		builtins = append([]*builtin.BuiltinPlugin{v}, builtins...)
+		n.builtins, n.validates = 1, true
+		n.required = len(opts.Validator.RequiredPlugins) > 0
+		n.rejectDevices = opts.Validator.RejectDevices
+	}
+	n.log.Info("NRI default validator", "enabled", n.validates, "config", opts.Validator)
 	a, err := adaptation.New("minicri", opts.Version, n.synchronize, n.updateContainers,
 		adaptation.WithSocketPath(opts.SocketPath),
 		adaptation.WithPluginPath(opts.PluginPath),
 		adaptation.WithPluginConfigPath(opts.PluginConfigPath),
+		adaptation.WithBuiltinPlugins(builtins...),
 		adaptation.WithMetrics(pluginCount{&n.plugins}))
 	if err != nil {
 		return nil, fmt.Errorf("nri: %w", err)
@@ -91,10 +112,25 @@ func (n *NRI) Start(pods Pods, ctrs Containers) error {
 // Stop closes the socket and disconnects the plugins.
 func (n *NRI) Stop() { n.a.Stop() }
 
-// Active reports whether a plugin is connected. With none, no event is
-// relayed (nothing is built or sent): NRI costs pod and container starts
-// nothing.
-func (n *NRI) Active() bool { return n.plugins.Load() > 0 }
+// Active reports whether a plugin is connected (the built-in validator does
+// not count). With none, no event is relayed (nothing is built or sent):
+// NRI costs pod and container starts nothing, unless a container's
+// creation must be validated for required plugins (mustValidate).
+func (n *NRI) Active() bool { return n.plugins.Load() > n.builtins }
+
+// mustValidate reports whether the validator must see a creation even with
+// no plugin connected: it requires plugins, globally or by the pod's
+// annotations.
+func (n *NRI) mustValidate(podID string) bool {
+	if !n.validates {
+		return false
+	}
+	if n.required {
+		return true
+	}
+	info, err := n.pods.Get(podID)
+	return err == nil && needsRequiredPlugins(info.Config.Annotations)
+}
 
 // blockSync holds off the synchronization of a late plugin until release
 // is called: what is created meanwhile is either in the sync set or told to

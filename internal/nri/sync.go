@@ -72,11 +72,27 @@ func (n *NRI) update(ctx context.Context, u *api.ContainerUpdate) error {
 	if res == nil {
 		return nil
 	}
+	if err := n.checkUpdate(u); err != nil {
+		return err
+	}
 	err := n.ctrs.AdjustResources(ctx, u.GetContainerId(), func(cur *specs.LinuxResources) error {
 		return mergeResources(cur, res)
 	})
 	if err != nil {
 		return fmt.Errorf("update container %s: %w", u.GetContainerId(), err)
+	}
+	return nil
+}
+
+// checkUpdate refuses an update that allows devices when the validator
+// refuses device adjustments (NRI validates creations only).
+func (n *NRI) checkUpdate(u *api.ContainerUpdate) error {
+	if !n.rejectDevices {
+		return nil
+	}
+	if err := allowRule(u.GetLinux().GetResources()); err != nil {
+		return fmt.Errorf("%w: NRI update of container %s: device cgroup rule refused (%w), nri.default_validator.reject_device_adjustment is set",
+			container.ErrPermissionDenied, u.GetContainerId(), err)
 	}
 	return nil
 }
