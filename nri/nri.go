@@ -1,11 +1,3 @@
-// Package nri connects minicri to NRI plugins (the Node Resource
-// Interface) through containerd's nri adaptation: plugins register on a
-// unix socket (or are started from the plugin directory), are synchronized
-// with the pods and containers that exist, hear every lifecycle event, may
-// adjust containers as they are created and update or evict containers at
-// any time. A validator (NRI's default validator and minicri's checks,
-// validator.go) and any validation plugins may refuse a container's
-// adjustment. It implements sandbox.Hooks and container.Hooks.
 package nri
 
 import (
@@ -20,8 +12,7 @@ import (
 	nrilog "github.com/containerd/nri/pkg/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/container"
-	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/hook"
 )
 
 // Options configure NRI.
@@ -40,14 +31,13 @@ type Options struct {
 
 // Pods is what NRI reads of the sandboxes.
 type Pods interface {
-	Get(id string) (sandbox.Info, error)
-	List(f sandbox.Filter) []sandbox.Info
+	Pod(id string) (hook.Pod, error)
+	Pods() []hook.Pod
 }
 
 // Containers is what NRI reads and changes of the containers.
 type Containers interface {
-	Get(id string) (container.Info, error)
-	List(f container.Filter) []container.Info
+	Containers() []hook.Container
 	AdjustResources(ctx context.Context, id string, adjust func(*specs.LinuxResources) error) error
 	Stop(ctx context.Context, id string, timeout time.Duration) error
 	// InjectCDIDevices adds CDI devices a plugin's adjustment names.
@@ -128,8 +118,8 @@ func (n *NRI) mustValidate(podID string) bool {
 	if n.required {
 		return true
 	}
-	info, err := n.pods.Get(podID)
-	return err == nil && needsRequiredPlugins(info.Config.Annotations)
+	pod, err := n.pods.Pod(podID)
+	return err == nil && needsRequiredPlugins(pod.Annotations)
 }
 
 // blockSync holds off the synchronization of a late plugin until release

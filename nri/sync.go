@@ -9,8 +9,7 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/container"
-	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/hook"
 )
 
 // synchronize hands a plugin that just registered every published pod and
@@ -19,11 +18,11 @@ import (
 // it is registered.
 func (n *NRI) synchronize(ctx context.Context, cb adaptation.SyncCB) error {
 	var pods []*api.PodSandbox
-	for _, p := range n.pods.List(sandbox.Filter{}) {
+	for _, p := range n.pods.Pods() {
 		pods = append(pods, podToNRI(p))
 	}
 	var ctrs []*api.Container
-	for _, c := range n.ctrs.List(container.Filter{}) {
+	for _, c := range n.ctrs.Containers() {
 		ctrs = append(ctrs, containerToNRI(c, nil))
 	}
 	updates, err := cb(ctx, pods, ctrs)
@@ -92,7 +91,7 @@ func (n *NRI) checkUpdate(u *api.ContainerUpdate) error {
 	}
 	if err := allowRule(u.GetLinux().GetResources()); err != nil {
 		return fmt.Errorf("%w: NRI update of container %s: device cgroup rule refused (%w), nri.default_validator.reject_device_adjustment is set",
-			container.ErrPermissionDenied, u.GetContainerId(), err)
+			hook.ErrPermissionDenied, u.GetContainerId(), err)
 	}
 	return nil
 }

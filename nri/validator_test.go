@@ -14,8 +14,7 @@ import (
 	validator "github.com/containerd/nri/plugins/default-validator"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/container"
-	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/hook"
 )
 
 // safeValidator is the default configuration's validator.
@@ -60,14 +59,13 @@ func startWith(t *testing.T, v ValidatorOptions, adjust func(*api.ContainerAdjus
 }
 
 func create(n *NRI) error {
-	release, err := n.CreateContainer(context.Background(), container.PodInfo{ID: "p"},
-		container.Info{Record: container.Record{ID: "c", PodID: "p"}}, baseSpec())
+	release, err := n.CreateContainer(context.Background(), hook.Container{ID: "c", PodID: "p"}, baseSpec())
 	release()
 	return err
 }
 
 // The built-in validator refuses each kind of privilege-raising adjustment
-// with container.ErrPermissionDenied, naming the plugin and what it did
+// with hook.ErrPermissionDenied, naming the plugin and what it did
 // (this pins the nri library's wording of a rejection, isRefusal); an
 // ordinary adjustment passes; with the validator off all of them pass.
 func TestValidatorRefusesPrivilegeRaising(t *testing.T) {
@@ -103,7 +101,7 @@ func TestValidatorRefusesPrivilegeRaising(t *testing.T) {
 		"sysctl": {func(a *api.ContainerAdjustment) { a.SetLinuxSysctl("net.ipv4.ip_forward", "1") }, "sysctl"},
 	} {
 		err := create(startWith(t, safeValidator(), tc.adjust))
-		if !errors.Is(err, container.ErrPermissionDenied) || !strings.Contains(err.Error(), `validator "00-default-validator"`) ||
+		if !errors.Is(err, hook.ErrPermissionDenied) || !strings.Contains(err.Error(), `validator "00-default-validator"`) ||
 			!strings.Contains(err.Error(), "10-adjuster") || !strings.Contains(err.Error(), tc.reason) {
 			t.Errorf("%s: %v, want a refusal naming the validator, 10-adjuster and %q", name, err, tc.reason)
 		}
@@ -136,17 +134,15 @@ func TestValidatorAloneIsInert(t *testing.T) {
 	v := safeValidator()
 	v.RequiredPlugins = []string{"needed"}
 	err := create(startWith(t, v, nil))
-	if !errors.Is(err, container.ErrPermissionDenied) || !strings.Contains(err.Error(), `required plugin "needed" not present`) {
+	if !errors.Is(err, hook.ErrPermissionDenied) || !strings.Contains(err.Error(), `required plugin "needed" not present`) {
 		t.Fatalf("a required plugin missing: %v", err)
 	}
 }
 
 type annotatedPods struct{ fakePods }
 
-func (annotatedPods) Get(string) (sandbox.Info, error) {
-	var info sandbox.Info
-	info.Config.Annotations = map[string]string{"required-plugins.noderesource.dev/container.x": `["needed"]`}
-	return info, nil
+func (annotatedPods) Pod(string) (hook.Pod, error) {
+	return hook.Pod{Annotations: map[string]string{"required-plugins.noderesource.dev/container.x": `["needed"]`}}, nil
 }
 
 // A pod's annotation naming required plugins makes its creations validated.
@@ -167,7 +163,7 @@ func TestUpdateAllowingDevicesRefused(t *testing.T) {
 	u := &api.ContainerUpdate{ContainerId: "a", Linux: &api.LinuxContainerUpdate{Resources: &api.LinuxResources{
 		Devices: []*api.LinuxDeviceCgroup{{Allow: true, Type: "c", Access: "rw"}},
 	}}}
-	if _, err := n.updateContainers(context.Background(), []*api.ContainerUpdate{u}); !errors.Is(err, container.ErrPermissionDenied) {
+	if _, err := n.updateContainers(context.Background(), []*api.ContainerUpdate{u}); !errors.Is(err, hook.ErrPermissionDenied) {
 		t.Fatalf("an update allowing devices: %v", err)
 	}
 	if len(f.res["a"].Devices) != 0 {
