@@ -65,6 +65,36 @@ type NRI struct {
 	// one event or its synchronization with existing pods and containers.
 	RegistrationTimeout string `toml:"plugin_registration_timeout"`
 	RequestTimeout      string `toml:"plugin_request_timeout"`
+	// DefaultValidator refuses plugins' adjustments no CRI request could
+	// ask for (on by default; validation plugins on the socket take part
+	// besides it).
+	DefaultValidator NRIValidator `toml:"default_validator"`
+}
+
+// NRIValidator configures NRI's default validator (its keys are
+// containerd's) and minicri's checks beside it (host mounts, devices). A
+// refused adjustment fails CreateContainer with PermissionDenied.
+type NRIValidator struct {
+	Enable                                bool `toml:"enable"`
+	RejectOCIHookAdjustment               bool `toml:"reject_oci_hook_adjustment"`
+	RejectRuntimeDefaultSeccompAdjustment bool `toml:"reject_runtime_default_seccomp_adjustment"`
+	RejectUnconfinedSeccompAdjustment     bool `toml:"reject_unconfined_seccomp_adjustment"`
+	RejectCustomSeccompAdjustment         bool `toml:"reject_custom_seccomp_adjustment"`
+	RejectNamespaceAdjustment             bool `toml:"reject_namespace_adjustment"`
+	RejectSysctlAdjustment                bool `toml:"reject_sysctl_adjustment"`
+	// RejectHostMountAdjustment refuses every mount a plugin adds but a
+	// tmpfs (binds of host paths, kernel filesystems).
+	RejectHostMountAdjustment bool `toml:"reject_host_mount_adjustment"`
+	// RejectDeviceAdjustment refuses device nodes, allowing device cgroup
+	// rules (in updates too) and host network devices; CDI devices stay
+	// allowed.
+	RejectDeviceAdjustment bool `toml:"reject_device_adjustment"`
+	// RequiredPlugins must be connected for any container to be created
+	// (a pod may require more with NRI's required-plugins annotation).
+	RequiredPlugins []string `toml:"required_plugins"`
+	// TolerateMissingPluginsAnnotation, when set, is an annotation by which
+	// a pod tolerates missing required plugins.
+	TolerateMissingPluginsAnnotation string `toml:"tolerate_missing_plugins_annotation"`
 }
 
 // Network configures pod networking.
@@ -143,6 +173,18 @@ func Default() Config {
 			PluginConfigPath:    "/etc/nri/conf.d",
 			RegistrationTimeout: "5s",
 			RequestTimeout:      "5s",
+			DefaultValidator: NRIValidator{
+				Enable:                                true,
+				RejectOCIHookAdjustment:               true,
+				RejectRuntimeDefaultSeccompAdjustment: true,
+				RejectUnconfinedSeccompAdjustment:     true,
+				RejectCustomSeccompAdjustment:         true,
+				RejectNamespaceAdjustment:             true,
+				RejectSysctlAdjustment:                true,
+				RejectHostMountAdjustment:             true,
+				RejectDeviceAdjustment:                true,
+				RequiredPlugins:                       []string{},
+			},
 		},
 		Tracing: Tracing{SamplingRate: 1, ServiceName: "minicri"},
 	}
@@ -220,6 +262,11 @@ func (n NRI) validate() error {
 	for name, v := range map[string]string{"plugin_registration_timeout": n.RegistrationTimeout, "plugin_request_timeout": n.RequestTimeout} {
 		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
 			return fmt.Errorf("config: nri.%s must be a positive duration, got %q", name, v)
+		}
+	}
+	for _, p := range n.DefaultValidator.RequiredPlugins {
+		if p == "" || strings.ContainsAny(p, " \t\n") {
+			return fmt.Errorf("config: nri.default_validator.required_plugins: %q is not a plugin name", p)
 		}
 	}
 	return nil

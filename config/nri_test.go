@@ -40,3 +40,31 @@ func TestNRIDefaultsAndValidation(t *testing.T) {
 		t.Fatalf("load [nri]: %+v %v", c.NRI, err)
 	}
 }
+
+// The NRI default validator is on, refusing every kind of adjustment no
+// CRI request could ask for; a config file turns single checks off.
+func TestNRIDefaultValidator(t *testing.T) {
+	v := Default().NRI.DefaultValidator
+	if !v.Enable || !v.RejectOCIHookAdjustment || !v.RejectRuntimeDefaultSeccompAdjustment || !v.RejectUnconfinedSeccompAdjustment ||
+		!v.RejectCustomSeccompAdjustment || !v.RejectNamespaceAdjustment || !v.RejectSysctlAdjustment ||
+		!v.RejectHostMountAdjustment || !v.RejectDeviceAdjustment || len(v.RequiredPlugins) != 0 {
+		t.Fatalf("default validator: %+v", v)
+	}
+	path := filepath.Join(t.TempDir(), "c.toml")
+	data := "[nri.default_validator]\nreject_host_mount_adjustment = false\nrequired_plugins = [\"topology\"]\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = c.NRI.DefaultValidator
+	if v.RejectHostMountAdjustment || !v.RejectDeviceAdjustment || !v.RejectOCIHookAdjustment || len(v.RequiredPlugins) != 1 || c.Validate() != nil {
+		t.Fatalf("loaded validator: %+v (%v)", v, c.Validate())
+	}
+	c.NRI.DefaultValidator.RequiredPlugins = []string{""}
+	if c.Validate() == nil {
+		t.Fatal("an empty required plugin name accepted")
+	}
+}

@@ -6,7 +6,7 @@ import (
 )
 
 // AppArmor is the host's AppArmor as containers see it
-// (internal/apparmor.Host).
+// (apparmor.Host).
 type AppArmor interface {
 	// Enabled reports whether the kernel enforces AppArmor.
 	Enabled() bool

@@ -10,7 +10,7 @@ import (
 	"github.com/minicri/minicri/cdi"
 )
 
-// CDI resolves Container Device Interface devices (internal/cdi.Registry).
+// CDI resolves Container Device Interface devices (cdi.Registry).
 type CDI interface {
 	// Inject edits spec for the named devices: device nodes and their
 	// device cgroup rules, mounts, environment, hooks.

@@ -114,7 +114,7 @@ func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config
 	}
 	log.Info("container created", attrs[2:]...)
 	if m.opts.Hooks.Active() {
-		m.opts.Hooks.PostCreateContainer(ctx, Info{Record: c.rec})
+		m.opts.Hooks.PostCreateContainer(ctx, Info{Record: c.rec}.Hook())
 	}
 	return nil
 }

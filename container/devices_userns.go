@@ -8,7 +8,7 @@ import specs "github.com/opencontainers/runtime-spec/specs-go"
 // cannot mknod: it bind-mounts the host's file at the device's *container*
 // path instead, which the request chooses (a block volume's devicePath):
 // another device, or any host file the pod's user namespace can reach by
-// path. The device cgroup rule stays. internal/cdi does the same for CDI
+// path. The device cgroup rule stays. cdi does the same for CDI
 // device nodes.
 func bindMovedDevices(devs []specs.LinuxDevice, moved map[string]string, mounts []specs.Mount) ([]specs.LinuxDevice, []specs.Mount) {
 	if len(moved) == 0 {

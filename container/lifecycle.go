@@ -34,7 +34,7 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 		return err
 	}
 	if m.opts.Hooks.Active() {
-		if err := m.opts.Hooks.StartContainer(ctx, m.infoOf(c)); err != nil {
+		if err := m.opts.Hooks.StartContainer(ctx, m.infoOf(c).Hook()); err != nil {
 			return fmt.Errorf("start container %s: %w", c.ID(), err)
 		}
 	}
@@ -54,7 +54,7 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	if err == nil {
 		m.log.Info("container started", "pod", c.rec.PodID, "container", c.ID())
 		if m.opts.Hooks.Active() {
-			m.opts.Hooks.PostStartContainer(ctx, m.infoOf(c))
+			m.opts.Hooks.PostStartContainer(ctx, m.infoOf(c).Hook())
 		}
 	}
 	return err
@@ -251,7 +251,7 @@ func (m *Manager) removeLocked(ctx context.Context, c *Container) error {
 	}
 	c.removed = true
 	if m.opts.Hooks.Active() {
-		m.opts.Hooks.RemoveContainer(ctx, m.infoOf(c))
+		m.opts.Hooks.RemoveContainer(ctx, m.infoOf(c).Hook())
 	}
 	m.rates.forget(c.ID())
 	m.store.delete(c.ID())

@@ -22,7 +22,7 @@ func (m *Manager) UpdateResources(ctx context.Context, id string, r Resources) e
 		if err != nil {
 			return err
 		}
-		if res, err = m.opts.Hooks.UpdateContainer(ctx, m.infoOf(c), res); err != nil {
+		if res, err = m.opts.Hooks.UpdateContainer(ctx, m.infoOf(c).Hook(), res); err != nil {
 			return err
 		}
 		spec.Linux.Resources = res
@@ -84,7 +84,7 @@ func (m *Manager) updateSpecResources(ctx context.Context, id string, edit func(
 		return err
 	}
 	if m.opts.Hooks.Active() {
-		m.opts.Hooks.PostUpdateContainer(ctx, m.infoOf(c))
+		m.opts.Hooks.PostUpdateContainer(ctx, m.infoOf(c).Hook())
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func (m *Manager) stopLocked(ctx context.Context, sb *Sandbox) error {
 	if err := m.opts.Containers.StopPod(ctx, sb.ID()); err != nil {
 		return fmt.Errorf("stop containers of sandbox %s: %w", sb.ID(), err)
 	}
-	if err := m.opts.Hooks.StopPod(ctx, sb.Info()); err != nil {
+	if err := m.opts.Hooks.StopPod(ctx, sb.Info().Hook()); err != nil {
 		m.log.Warn("NRI StopPodSandbox", "pod", sb.ID(), "err", err)
 	}
 	if err := m.releaseResources(ctx, sb.rec); err != nil {
@@ -120,7 +120,7 @@ func (m *Manager) removeLocked(ctx context.Context, sb *Sandbox) error {
 	if err := m.opts.Containers.RemovePod(ctx, sb.ID()); err != nil {
 		return fmt.Errorf("remove containers of sandbox %s: %w", sb.ID(), err)
 	}
-	if err := m.opts.Hooks.RemovePod(ctx, sb.Info()); err != nil {
+	if err := m.opts.Hooks.RemovePod(ctx, sb.Info().Hook()); err != nil {
 		m.log.Warn("NRI RemovePodSandbox", "pod", sb.ID(), "err", err)
 	}
 	if err := sb.update(func(s Status) Status { s.State = StateRemoving; return s }); err != nil {

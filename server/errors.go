@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/minicri/minicri/container"
+	"github.com/minicri/minicri/hook"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/podckpt"
 	"github.com/minicri/minicri/sandbox"
@@ -27,6 +28,7 @@ var codeOf = []struct {
 	{container.ErrAlreadyExists, codes.AlreadyExists},
 	{container.ErrFailedPrecondition, codes.FailedPrecondition},
 	{container.ErrPermissionDenied, codes.PermissionDenied},
+	{hook.ErrPermissionDenied, codes.PermissionDenied},
 	{podckpt.ErrInvalid, codes.InvalidArgument},
 	{podckpt.ErrFailedPrecondition, codes.FailedPrecondition},
 	{image.ErrNotFound, codes.NotFound},

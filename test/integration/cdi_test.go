@@ -23,9 +23,9 @@ type cdiInstance struct {
 	specDir, host string
 }
 
-func newCDIInstance(t *testing.T) *cdiInstance {
+func newCDIInstance(t *testing.T, opts ...option) *cdiInstance {
 	t.Helper()
-	i := newInstance(t, withRegistry())
+	i := newInstance(t, append([]option{withRegistry()}, opts...)...)
 	c := &cdiInstance{instance: i, specDir: filepath.Join(i.dir, "cdi"), host: filepath.Join(i.dir, "cdi-host")}
 	for _, d := range []string{c.specDir, c.host, filepath.Join(c.host, "data"), filepath.Join(c.host, "hooks")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -40,6 +40,7 @@ type instance struct {
 	noDefaultNetwork bool
 	registry         bool   // mirrors point at the test registry (withRegistry)
 	handler          string // RuntimeClass handler of every pod (runtimeclass_test.go)
+	nriValidator     string // the [nri.default_validator] table's lines (withNRIValidator)
 	bin              string // minicri binary (default minicriBin: MINICRI_BIN or bin/minicri)
 	cmd              *exec.Cmd
 	conn             *grpc.ClientConn
@@ -100,13 +101,27 @@ func newInstance(t *testing.T, opts ...option) *instance {
 		i.cgParent, i.confDir, binDirs, i.netName, i.bridge, i.subnet, !i.noDefaultNetwork) +
 		fmt.Sprintf("[registry]\nconfig_path = %q\n", hostsDir) +
 		fmt.Sprintf("[nri]\nsocket_path = %q\nplugin_path = %q\nplugin_config_path = %q\n",
-			i.nriSocket(), filepath.Join(dir, "nri", "plugins"), filepath.Join(dir, "nri", "conf.d")) + i.runtimesConfig()
+			i.nriSocket(), filepath.Join(dir, "nri", "plugins"), filepath.Join(dir, "nri", "conf.d")) +
+		i.nriValidatorConfig() + i.runtimesConfig()
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	i.start()
 	t.Cleanup(i.cleanup)
 	return i
+}
+
+// withNRIValidator sets keys of the NRI default validator (TOML lines of
+// its [nri.default_validator] table).
+func withNRIValidator(lines ...string) option {
+	return func(i *instance) { i.nriValidator = strings.Join(lines, "\n") + "\n" }
+}
+
+func (i *instance) nriValidatorConfig() string {
+	if i.nriValidator == "" {
+		return ""
+	}
+	return "[nri.default_validator]\n" + i.nriValidator
 }
 
 // nriSocket is the instance's own NRI socket (never the host's default).

@@ -23,9 +23,11 @@ import (
 
 // nriPlugin is a small NRI plugin: it records every event, adjusts each
 // container it sees created (env, annotation, a read-only bind mount, an
-// rlimit) and fails RunPodSandbox or CreateContainer when told to.
+// rlimit; or only what adjust says, when set) and fails RunPodSandbox or
+// CreateContainer when told to.
 type nriPlugin struct {
 	mountSrc   string
+	adjust     atomic.Pointer[adjuster] // set: the only adjustment made
 	failRun    atomic.Bool
 	failCreate atomic.Bool
 	podMemory  atomic.Int64 // the memory limit UpdatePodSandbox last passed
@@ -37,6 +39,9 @@ type nriPlugin struct {
 	mu     sync.Mutex
 	events []string // "Event <id>"
 }
+
+// adjuster makes a plugin's adjustment of a container being created.
+type adjuster func(*api.ContainerAdjustment)
 
 func (p *nriPlugin) record(event, id string) {
 	p.mu.Lock()
@@ -100,6 +105,10 @@ func (p *nriPlugin) CreateContainer(_ context.Context, _ *api.PodSandbox, ctr *a
 		return nil, nil, errors.New("nri test plugin refuses the container")
 	}
 	adj := &api.ContainerAdjustment{}
+	if f := p.adjust.Load(); f != nil {
+		(*f)(adj)
+		return adj, nil, nil
+	}
 	adj.AddEnv("NRI_INJECTED", "by-plugin")
 	adj.AddAnnotation("nri.minicri.test/adjusted", "yes")
 	adj.AddMount(&api.Mount{Destination: "/nri", Type: "bind", Source: p.mountSrc, Options: []string{"rbind", "ro"}})
@@ -156,6 +165,10 @@ func (p *nriPlugin) RemoveContainer(_ context.Context, _ *api.PodSandbox, ctr *a
 	p.record("RemoveContainer", ctr.GetId())
 	return nil
 }
+
+// allowHostMounts lets the plugin's read-only bind of a host directory
+// through the default validator, which refuses host mounts.
+var allowHostMounts = withNRIValidator("reject_host_mount_adjustment = false")
 
 // startNRIPlugin connects the plugin to the instance's NRI socket and waits
 // until it is synchronized.
@@ -230,7 +243,7 @@ func waitSubsequence(t *testing.T, p *nriPlugin, id string, want ...string) {
 // container runs with them; it sees every event of the pod and the
 // container in order, an exit included.
 func TestNRIAdjustsContainerAndSeesEveryEvent(t *testing.T) {
-	i := newInstance(t, withRegistry())
+	i := newInstance(t, withRegistry(), allowHostMounts)
 	i.pull(t, busybox)
 	p, s := i.startNRIPlugin(t)
 	podID, pod := i.podWithLogs(t, "nri")
@@ -300,7 +313,7 @@ func TestNRIAdjustsContainerAndSeesEveryEvent(t *testing.T) {
 // A plugin that fails RunPodSandbox or CreateContainer fails the CRI call:
 // nothing of the pod or container is left or listed, and a retry works.
 func TestNRIFailingHookLeavesNothing(t *testing.T) {
-	i := newInstance(t, withRegistry())
+	i := newInstance(t, withRegistry(), allowHostMounts)
 	i.pull(t, busybox)
 	p, _ := i.startNRIPlugin(t)
 
@@ -380,7 +393,7 @@ func readSpec(t *testing.T, i *instance, id string) specs.Spec {
 // are (node, env); an unknown one fails CreateContainer naming it and
 // leaves nothing.
 func TestNRIPluginInjectsCDIDevices(t *testing.T) {
-	c := newCDIInstance(t)
+	c := newCDIInstance(t, allowHostMounts)
 	c.writeSpec(t, "nri.json", cdiSpec(cdiDevice("nri", map[string]any{
 		"env":         []string{"NRI_CDI=from-plugin"},
 		"deviceNodes": []map[string]any{{"path": "/dev/nri-null", "hostPath": filepath.Join(c.host, "null")}},

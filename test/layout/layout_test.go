@@ -76,6 +76,26 @@ func rel(importPath string) string {
 
 func under(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 
+// TestInternalImportsOnlyInternal: internal/ holds helpers that import
+// nothing of the project outside internal/ (the ground floor never reaches up).
+func TestInternalImportsOnlyInternal(t *testing.T) {
+	seen := 0
+	for _, p := range list(t) {
+		if !under(p.path, "internal") {
+			continue
+		}
+		seen++
+		for _, imp := range p.imports {
+			if !under(imp, "internal") {
+				t.Errorf("%s imports %s: internal/ may import only internal/", p.path, imp)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no package under internal/")
+	}
+}
+
 // TestAdaptersStayBelowTheDomain: the adapters of the host (OCI runtimes,
 // cgroup driver, CDI, AppArmor, telemetry) never import a domain package,
 // the CRI edge or the daemon; each says so in its doc.go.
@@ -184,4 +204,30 @@ func TestFunctionsAreShort(t *testing.T) {
 		t.Errorf("median function length %d lines (at most %d)", m, maxMedian)
 	}
 	t.Logf("%d functions, median %d lines, longest %d", len(lengths), lengths[len(lengths)/2], lengths[len(lengths)-1])
+}
+
+// TestNRISeesTheDomainOnlyThroughHook: the NRI adapter sits above the
+// domain without importing it (the domain packages define the hooks and the
+// hook package the values they hand over); hook imports nothing of the project.
+func TestNRISeesTheDomainOnlyThroughHook(t *testing.T) {
+	allowed := map[string]func(string) bool{
+		"nri":  func(imp string) bool { return imp == "hook" || under(imp, "internal") },
+		"hook": func(string) bool { return false },
+	}
+	found := 0
+	for _, p := range list(t) {
+		ok, checked := allowed[p.path]
+		if !checked {
+			continue
+		}
+		found++
+		for _, imp := range p.imports {
+			if !ok(imp) {
+				t.Errorf("%s imports %s", p.path, imp)
+			}
+		}
+	}
+	if found != len(allowed) {
+		t.Fatalf("found %d of the packages %v", found, allowed)
+	}
 }

@@ -24,7 +24,7 @@ func (s stepStat) MeanMs() float64 {
 	return s.SumSec / s.Count * 1000
 }
 
-// stepMetric is the histogram of minicri's per-step durations (internal/telemetry).
+// stepMetric is the histogram of minicri's per-step durations (telemetry).
 const stepMetric = "minicri_step_duration_seconds"
 
 // scrapeSteps reads the _sum and _count series of stepMetric at url and returns

@@ -1,9 +1,3 @@
-// Package nri connects minicri to NRI plugins (the Node Resource
-// Interface) through containerd's nri adaptation: plugins register on a
-// unix socket (or are started from the plugin directory), are synchronized
-// with the pods and containers that exist, hear every lifecycle event, may
-// adjust containers as they are created and update or evict containers at
-// any time. It implements sandbox.Hooks and container.Hooks.
 package nri
 
 import (
@@ -14,11 +8,11 @@ import (
 	"time"
 
 	"github.com/containerd/nri/pkg/adaptation"
+	"github.com/containerd/nri/pkg/adaptation/builtin"
 	nrilog "github.com/containerd/nri/pkg/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/container"
-	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/hook"
 )
 
 // Options configure NRI.
@@ -29,19 +23,21 @@ type Options struct {
 	RegistrationTimeout time.Duration
 	RequestTimeout      time.Duration
 	Version             string // minicri's, told to plugins
+	Validator           ValidatorOptions
 	Log                 *slog.Logger
+
+	builtins []*builtin.BuiltinPlugin // tests: plugins run in process
 }
 
 // Pods is what NRI reads of the sandboxes.
 type Pods interface {
-	Get(id string) (sandbox.Info, error)
-	List(f sandbox.Filter) []sandbox.Info
+	Pod(id string) (hook.Pod, error)
+	Pods() []hook.Pod
 }
 
 // Containers is what NRI reads and changes of the containers.
 type Containers interface {
-	Get(id string) (container.Info, error)
-	List(f container.Filter) []container.Info
+	Containers() []hook.Container
 	AdjustResources(ctx context.Context, id string, adjust func(*specs.LinuxResources) error) error
 	Stop(ctx context.Context, id string, timeout time.Duration) error
 	// InjectCDIDevices adds CDI devices a plugin's adjustment names.
@@ -52,9 +48,15 @@ type Containers interface {
 type NRI struct {
 	a       *adaptation.Adaptation
 	log     *slog.Logger
-	plugins atomic.Int64 // plugins connected and synchronized
-	pods    Pods
-	ctrs    Containers
+	plugins atomic.Int64 // plugins connected and synchronized, the built-in validator included
+	// builtins is how many of them are the built-in validator (0 or 1).
+	builtins int64
+	// required: the validator requires plugins, so creations go through
+	// NRI even with no plugin connected. rejectDevices: updates may not
+	// allow devices either.
+	required, validates, rejectDevices bool
+	pods                               Pods
+	ctrs                               Containers
 }
 
 // New creates the NRI runtime side; Start opens its socket.
@@ -66,10 +68,19 @@ func New(opts Options) (*NRI, error) {
 	nrilog.Set(logger{n.log})
 	adaptation.SetPluginRegistrationTimeout(opts.RegistrationTimeout)
 	adaptation.SetPluginRequestTimeout(opts.RequestTimeout)
+	builtins := opts.builtins
+	if v := defaultValidator(opts.Validator); v != nil {
+		builtins = append([]*builtin.BuiltinPlugin{v}, builtins...)
+		n.builtins, n.validates = 1, true
+		n.required = len(opts.Validator.RequiredPlugins) > 0
+		n.rejectDevices = opts.Validator.RejectDevices
+	}
+	n.log.Info("NRI default validator", "enabled", n.validates, "config", opts.Validator)
 	a, err := adaptation.New("minicri", opts.Version, n.synchronize, n.updateContainers,
 		adaptation.WithSocketPath(opts.SocketPath),
 		adaptation.WithPluginPath(opts.PluginPath),
 		adaptation.WithPluginConfigPath(opts.PluginConfigPath),
+		adaptation.WithBuiltinPlugins(builtins...),
 		adaptation.WithMetrics(pluginCount{&n.plugins}))
 	if err != nil {
 		return nil, fmt.Errorf("nri: %w", err)
@@ -91,10 +102,25 @@ func (n *NRI) Start(pods Pods, ctrs Containers) error {
 // Stop closes the socket and disconnects the plugins.
 func (n *NRI) Stop() { n.a.Stop() }
 
-// Active reports whether a plugin is connected. With none, no event is
-// relayed (nothing is built or sent): NRI costs pod and container starts
-// nothing.
-func (n *NRI) Active() bool { return n.plugins.Load() > 0 }
+// Active reports whether a plugin is connected (the built-in validator does
+// not count). With none, no event is relayed (nothing is built or sent):
+// NRI costs pod and container starts nothing, unless a container's
+// creation must be validated for required plugins (mustValidate).
+func (n *NRI) Active() bool { return n.plugins.Load() > n.builtins }
+
+// mustValidate reports whether the validator must see a creation even with
+// no plugin connected: it requires plugins, globally or by the pod's
+// annotations.
+func (n *NRI) mustValidate(podID string) bool {
+	if !n.validates {
+		return false
+	}
+	if n.required {
+		return true
+	}
+	pod, err := n.pods.Pod(podID)
+	return err == nil && needsRequiredPlugins(pod.Annotations)
+}
 
 // blockSync holds off the synchronization of a late plugin until release
 // is called: what is created meanwhile is either in the sync set or told to

@@ -9,8 +9,7 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/container"
-	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/hook"
 )
 
 // synchronize hands a plugin that just registered every published pod and
@@ -19,11 +18,11 @@ import (
 // it is registered.
 func (n *NRI) synchronize(ctx context.Context, cb adaptation.SyncCB) error {
 	var pods []*api.PodSandbox
-	for _, p := range n.pods.List(sandbox.Filter{}) {
+	for _, p := range n.pods.Pods() {
 		pods = append(pods, podToNRI(p))
 	}
 	var ctrs []*api.Container
-	for _, c := range n.ctrs.List(container.Filter{}) {
+	for _, c := range n.ctrs.Containers() {
 		ctrs = append(ctrs, containerToNRI(c, nil))
 	}
 	updates, err := cb(ctx, pods, ctrs)
@@ -72,11 +71,27 @@ func (n *NRI) update(ctx context.Context, u *api.ContainerUpdate) error {
 	if res == nil {
 		return nil
 	}
+	if err := n.checkUpdate(u); err != nil {
+		return err
+	}
 	err := n.ctrs.AdjustResources(ctx, u.GetContainerId(), func(cur *specs.LinuxResources) error {
 		return mergeResources(cur, res)
 	})
 	if err != nil {
 		return fmt.Errorf("update container %s: %w", u.GetContainerId(), err)
+	}
+	return nil
+}
+
+// checkUpdate refuses an update that allows devices when the validator
+// refuses device adjustments (NRI validates creations only).
+func (n *NRI) checkUpdate(u *api.ContainerUpdate) error {
+	if !n.rejectDevices {
+		return nil
+	}
+	if err := allowRule(u.GetLinux().GetResources()); err != nil {
+		return fmt.Errorf("%w: NRI update of container %s: device cgroup rule refused (%w), nri.default_validator.reject_device_adjustment is set",
+			hook.ErrPermissionDenied, u.GetContainerId(), err)
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/container"
+	"github.com/minicri/minicri/hook"
 )
 
 // fakeContainers records what NRI asks of the containers.
@@ -19,8 +19,7 @@ type fakeContainers struct {
 	stopped []string
 }
 
-func (f *fakeContainers) Get(string) (container.Info, error)     { return container.Info{}, nil }
-func (f *fakeContainers) List(container.Filter) []container.Info { return nil }
+func (f *fakeContainers) Containers() []hook.Container { return nil }
 func (f *fakeContainers) Stop(_ context.Context, id string, _ time.Duration) error {
 	f.stopped = append(f.stopped, id)
 	return nil

@@ -6,74 +6,70 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/container"
-	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/hook"
 )
 
 // podToNRI is a pod as plugins see it.
-func podToNRI(info sandbox.Info) *api.PodSandbox {
-	cfg := info.Config
+func podToNRI(pod hook.Pod) *api.PodSandbox {
 	return &api.PodSandbox{
-		Id:             info.ID,
-		Name:           cfg.Metadata.Name,
-		Uid:            cfg.Metadata.UID,
-		Namespace:      cfg.Metadata.Namespace,
-		Labels:         cfg.Labels,
-		Annotations:    cfg.Annotations,
-		RuntimeHandler: cfg.RuntimeHandler,
+		Id:             pod.ID,
+		Name:           pod.Name,
+		Uid:            pod.UID,
+		Namespace:      pod.Namespace,
+		Labels:         pod.Labels,
+		Annotations:    pod.Annotations,
+		RuntimeHandler: pod.RuntimeHandler,
 		Linux: &api.LinuxPodSandbox{
-			CgroupParent: cfg.CgroupParent,
-			CgroupsPath:  info.CgroupPath,
-			Namespaces:   podNamespaces(info),
-			PodOverhead:  podResourcesToNRI(cfg.Overhead),
-			PodResources: podResourcesToNRI(cfg.Resources),
+			CgroupParent: pod.CgroupParent,
+			CgroupsPath:  pod.CgroupPath,
+			Namespaces:   podNamespaces(pod),
+			PodOverhead:  podResourcesToNRI(pod.Overhead),
+			PodResources: podResourcesToNRI(pod.Resources),
 		},
-		Pid: uint32(max(info.Status.Pause.PID, 0)), //nolint:gosec // a PID
-		Ips: info.Status.IPs,
+		Pid: uint32(max(pod.PausePID, 0)), //nolint:gosec // a PID
+		Ips: pod.IPs,
 	}
 }
 
 // podNamespaces are the pod's own namespaces, as paths of its pause.
-func podNamespaces(info sandbox.Info) []*api.LinuxNamespace {
-	ns := info.Config.Namespaces
+func podNamespaces(pod hook.Pod) []*api.LinuxNamespace {
 	var out []*api.LinuxNamespace
-	if ns.Network != sandbox.ModeNode && info.NetNSPath != "" {
-		out = append(out, &api.LinuxNamespace{Type: string(specs.NetworkNamespace), Path: info.NetNSPath})
+	if pod.NetNSPath != "" {
+		out = append(out, &api.LinuxNamespace{Type: string(specs.NetworkNamespace), Path: pod.NetNSPath})
 	}
 	return out
 }
 
 // containerToNRI is a container as plugins see it: from its record, and
 // from its OCI spec when there is one at hand (at creation).
-func containerToNRI(info container.Info, spec *specs.Spec) *api.Container {
-	cfg := info.Config
-	st := info.Status
+func containerToNRI(ctr hook.Container, spec *specs.Spec) *api.Container {
 	c := &api.Container{
-		Id:            info.ID,
-		PodSandboxId:  info.PodID,
-		Name:          cfg.Name,
-		State:         stateToNRI(st.State),
-		Labels:        cfg.Labels,
-		Annotations:   cfg.Annotations,
-		Args:          append(append([]string(nil), cfg.Command...), cfg.Args...),
-		Env:           cfg.Env,
-		Linux:         &api.LinuxContainer{CgroupsPath: info.CgroupsPath},
-		Pid:           uint32(max(st.Init.PID, 0)), //nolint:gosec // a PID
-		CreatedAt:     info.CreatedAt.UnixNano(),
-		ExitCode:      st.ExitCode,
-		StatusReason:  st.Reason,
-		StatusMessage: st.Message,
-		Image:         &api.Image{Name: info.ImageName, Digest: digestOf(info.ImageRef), ConfigDigest: info.ImageID},
+		Id:            ctr.ID,
+		PodSandboxId:  ctr.PodID,
+		Name:          ctr.Name,
+		State:         stateToNRI(ctr.State),
+		Labels:        ctr.Labels,
+		Annotations:   ctr.Annotations,
+		Args:          ctr.Args,
+		Env:           ctr.Env,
+		Linux:         &api.LinuxContainer{CgroupsPath: ctr.CgroupsPath},
+		Pid:           uint32(max(ctr.PID, 0)), //nolint:gosec // a PID
+		CreatedAt:     ctr.CreatedAt.UnixNano(),
+		ExitCode:      ctr.ExitCode,
+		StatusReason:  ctr.Reason,
+		StatusMessage: ctr.Message,
+		Image:         &api.Image{Name: ctr.ImageName, Digest: digestOf(ctr.ImageRef), ConfigDigest: ctr.ImageID},
 	}
-	if !st.StartedAt.IsZero() {
-		c.StartedAt = st.StartedAt.UnixNano()
+	if !ctr.StartedAt.IsZero() {
+		c.StartedAt = ctr.StartedAt.UnixNano()
 	}
-	if !st.FinishedAt.IsZero() {
-		c.FinishedAt = st.FinishedAt.UnixNano()
+	if !ctr.FinishedAt.IsZero() {
+		c.FinishedAt = ctr.FinishedAt.UnixNano()
 	}
-	if u := info.User; u != nil {
+	if u := ctr.User; u != nil {
 		c.User = &api.User{Uid: u.UID, Gid: u.GID, AdditionalGids: u.Groups}
 	}
+	c.Linux.SeccompProfile = seccompProfileToNRI(ctr.Seccomp)
 	if spec != nil {
 		fromSpec(c, spec)
 	}
@@ -106,6 +102,19 @@ func fromSpec(c *api.Container, spec *specs.Spec) {
 	}
 }
 
+// seccompProfileToNRI is the seccomp profile the container asked for (the
+// default validator tells its kinds apart).
+func seccompProfileToNRI(p hook.SeccompProfile) *api.SecurityProfile {
+	switch p.Type {
+	case hook.SeccompRuntimeDefault:
+		return &api.SecurityProfile{ProfileType: api.SecurityProfile_RUNTIME_DEFAULT}
+	case hook.SeccompLocalhost:
+		return &api.SecurityProfile{ProfileType: api.SecurityProfile_LOCALHOST, LocalhostRef: p.Path}
+	default:
+		return &api.SecurityProfile{ProfileType: api.SecurityProfile_UNCONFINED}
+	}
+}
+
 func rlimitsToNRI(in []specs.POSIXRlimit) []*api.POSIXRlimit {
 	out := make([]*api.POSIXRlimit, 0, len(in))
 	for _, l := range in {
@@ -114,13 +123,13 @@ func rlimitsToNRI(in []specs.POSIXRlimit) []*api.POSIXRlimit {
 	return out
 }
 
-func stateToNRI(s container.State) api.ContainerState {
+func stateToNRI(s hook.ContainerState) api.ContainerState {
 	switch s {
-	case container.StateCreated:
+	case hook.StateCreated:
 		return api.ContainerState_CONTAINER_CREATED
-	case container.StateRunning:
+	case hook.StateRunning:
 		return api.ContainerState_CONTAINER_RUNNING
-	case container.StateExited, container.StateRemoving:
+	case hook.StateStopped:
 		return api.ContainerState_CONTAINER_STOPPED
 	default:
 		return api.ContainerState_CONTAINER_UNKNOWN
@@ -136,7 +145,7 @@ func digestOf(ref string) string {
 }
 
 // podResourcesToNRI converts pod-level resources.
-func podResourcesToNRI(r *sandbox.PodResources) *api.LinuxResources {
+func podResourcesToNRI(r *hook.PodResources) *api.LinuxResources {
 	if r == nil {
 		return nil
 	}

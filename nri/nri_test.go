@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minicri/minicri/container"
-	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/hook"
 )
 
 type fakePods struct{}
 
-func (fakePods) Get(string) (sandbox.Info, error)   { return sandbox.Info{}, nil }
-func (fakePods) List(sandbox.Filter) []sandbox.Info { return nil }
+func (fakePods) Pod(string) (hook.Pod, error) { return hook.Pod{}, nil }
+func (fakePods) Pods() []hook.Pod             { return nil }
 
 // With no plugin connected NRI is inert: the socket is there (root only),
 // the hooks return at once and change nothing; Stop removes the socket.
@@ -40,16 +39,16 @@ func TestNoPluginIsInert(t *testing.T) {
 		t.Fatal("active with no plugin")
 	}
 	spec, want := baseSpec(), baseSpec()
-	release, err := n.CreateContainer(context.Background(), container.PodInfo{ID: "p"}, container.Info{}, spec)
+	release, err := n.CreateContainer(context.Background(), hook.Container{PodID: "p"}, spec)
 	if err != nil || !reflect.DeepEqual(spec, want) {
 		t.Fatalf("CreateContainer without plugins: %v, spec changed: %v", err, !reflect.DeepEqual(spec, want))
 	}
 	release()
-	if release, err = n.RunPod(context.Background(), sandbox.Info{}); err != nil {
+	if release, err = n.RunPod(context.Background(), hook.Pod{}); err != nil {
 		t.Fatal(err)
 	}
 	release()
-	if err := n.StartContainer(context.Background(), container.Info{}); err != nil {
+	if err := n.StartContainer(context.Background(), hook.Container{}); err != nil {
 		t.Fatal(err)
 	}
 	n.Stop()

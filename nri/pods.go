@@ -6,14 +6,12 @@ import (
 
 	"github.com/containerd/nri/pkg/api"
 
-	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/hook"
 )
-
-var _ sandbox.Hooks = (*NRI)(nil)
 
 // RunPod tells the plugins of a pod about to be published; a plugin's
 // error fails RunPodSandbox. Sync stays blocked until release.
-func (n *NRI) RunPod(ctx context.Context, pod sandbox.Info) (func(), error) {
+func (n *NRI) RunPod(ctx context.Context, pod hook.Pod) (func(), error) {
 	release := n.blockSync()
 	if !n.Active() {
 		return release, nil
@@ -25,7 +23,7 @@ func (n *NRI) RunPod(ctx context.Context, pod sandbox.Info) (func(), error) {
 }
 
 // StopPod tells the plugins the pod stopped (its containers have).
-func (n *NRI) StopPod(ctx context.Context, pod sandbox.Info) error {
+func (n *NRI) StopPod(ctx context.Context, pod hook.Pod) error {
 	if !n.Active() {
 		return nil
 	}
@@ -33,7 +31,7 @@ func (n *NRI) StopPod(ctx context.Context, pod sandbox.Info) error {
 }
 
 // RemovePod tells the plugins the pod is gone.
-func (n *NRI) RemovePod(ctx context.Context, pod sandbox.Info) error {
+func (n *NRI) RemovePod(ctx context.Context, pod hook.Pod) error {
 	if !n.Active() {
 		return nil
 	}
@@ -41,7 +39,7 @@ func (n *NRI) RemovePod(ctx context.Context, pod sandbox.Info) error {
 }
 
 // UpdatePodResources passes the pod-level resources the kubelet set on.
-func (n *NRI) UpdatePodResources(ctx context.Context, pod sandbox.Info, overhead, resources *sandbox.PodResources) error {
+func (n *NRI) UpdatePodResources(ctx context.Context, pod hook.Pod, overhead, resources *hook.PodResources) error {
 	if !n.Active() {
 		return nil
 	}

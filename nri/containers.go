@@ -7,33 +7,35 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/minicri/minicri/container"
+	"github.com/minicri/minicri/hook"
 )
-
-var _ container.Hooks = (*NRI)(nil)
 
 // podOf is the container's pod as plugins see it; a pod already gone is
 // named by its ID only.
 func (n *NRI) podOf(podID string) *api.PodSandbox {
-	info, err := n.pods.Get(podID)
+	pod, err := n.pods.Pod(podID)
 	if err != nil {
 		return &api.PodSandbox{Id: podID}
 	}
-	return podToNRI(info)
+	return podToNRI(pod)
 }
 
 // CreateContainer lets the plugins adjust the container's spec; a plugin's
-// error fails CreateContainer. Updates and evictions of other containers
+// error fails CreateContainer, a validator's refusal of the adjustment with
+// hook.ErrPermissionDenied. Updates and evictions of other containers
 // they ask for are applied once the creation is done. Sync stays blocked
 // until release.
-func (n *NRI) CreateContainer(ctx context.Context, pod container.PodInfo, ctr container.Info, spec *specs.Spec) (func(), error) {
+func (n *NRI) CreateContainer(ctx context.Context, ctr hook.Container, spec *specs.Spec) (func(), error) {
 	release := n.blockSync()
-	if !n.Active() {
+	if !n.Active() && !n.mustValidate(ctr.PodID) {
 		return release, nil
 	}
 	resp, err := n.a.CreateContainer(ctx, &api.CreateContainerRequest{
-		Pod: n.podOf(pod.ID), Container: containerToNRI(ctr, spec),
+		Pod: n.podOf(ctr.PodID), Container: containerToNRI(ctr, spec),
 	})
+	if err != nil && isRefusal(err) {
+		return release, fmt.Errorf("%w: NRI %w", hook.ErrPermissionDenied, err)
+	}
 	if err != nil {
 		return release, fmt.Errorf("nri CreateContainer: %w", err)
 	}
@@ -50,7 +52,7 @@ func (n *NRI) CreateContainer(ctx context.Context, pod container.PodInfo, ctr co
 }
 
 // PostCreateContainer tells the plugins the container was created.
-func (n *NRI) PostCreateContainer(ctx context.Context, ctr container.Info) {
+func (n *NRI) PostCreateContainer(ctx context.Context, ctr hook.Container) {
 	n.tell(ctx, "PostCreateContainer", ctr, func(p *api.PodSandbox, c *api.Container) error {
 		return n.a.PostCreateContainer(ctx, &api.PostCreateContainerRequest{Pod: p, Container: c})
 	})
@@ -58,7 +60,7 @@ func (n *NRI) PostCreateContainer(ctx context.Context, ctr container.Info) {
 
 // StartContainer tells the plugins the container is about to start; a
 // plugin's error fails StartContainer.
-func (n *NRI) StartContainer(ctx context.Context, ctr container.Info) error {
+func (n *NRI) StartContainer(ctx context.Context, ctr hook.Container) error {
 	if !n.Active() {
 		return nil
 	}
@@ -70,7 +72,7 @@ func (n *NRI) StartContainer(ctx context.Context, ctr container.Info) error {
 }
 
 // PostStartContainer tells the plugins the container started.
-func (n *NRI) PostStartContainer(ctx context.Context, ctr container.Info) {
+func (n *NRI) PostStartContainer(ctx context.Context, ctr hook.Container) {
 	n.tell(ctx, "PostStartContainer", ctr, func(p *api.PodSandbox, c *api.Container) error {
 		return n.a.PostStartContainer(ctx, &api.PostStartContainerRequest{Pod: p, Container: c})
 	})
@@ -78,7 +80,7 @@ func (n *NRI) PostStartContainer(ctx context.Context, ctr container.Info) {
 
 // UpdateContainer lets the plugins change resources about to be applied
 // (UpdateContainerResources).
-func (n *NRI) UpdateContainer(ctx context.Context, ctr container.Info, res *specs.LinuxResources) (*specs.LinuxResources, error) {
+func (n *NRI) UpdateContainer(ctx context.Context, ctr hook.Container, res *specs.LinuxResources) (*specs.LinuxResources, error) {
 	if !n.Active() {
 		return res, nil
 	}
@@ -95,6 +97,9 @@ func (n *NRI) UpdateContainer(ctx context.Context, ctr container.Info, res *spec
 			others = append(others, u)
 			continue
 		}
+		if err := n.checkUpdate(u); err != nil {
+			return nil, err
+		}
 		if err := mergeResources(res, u.GetLinux().GetResources()); err != nil {
 			return nil, err
 		}
@@ -106,7 +111,7 @@ func (n *NRI) UpdateContainer(ctx context.Context, ctr container.Info, res *spec
 }
 
 // PostUpdateContainer tells the plugins the container's resources changed.
-func (n *NRI) PostUpdateContainer(ctx context.Context, ctr container.Info) {
+func (n *NRI) PostUpdateContainer(ctx context.Context, ctr hook.Container) {
 	n.tell(ctx, "PostUpdateContainer", ctr, func(p *api.PodSandbox, c *api.Container) error {
 		return n.a.PostUpdateContainer(ctx, &api.PostUpdateContainerRequest{Pod: p, Container: c})
 	})
@@ -114,7 +119,7 @@ func (n *NRI) PostUpdateContainer(ctx context.Context, ctr container.Info) {
 
 // StopContainer tells the plugins the container has exited; updates they
 // ask for in return are applied in the background.
-func (n *NRI) StopContainer(ctx context.Context, ctr container.Info) {
+func (n *NRI) StopContainer(ctx context.Context, ctr hook.Container) {
 	n.tell(ctx, "StopContainer", ctr, func(p *api.PodSandbox, c *api.Container) error {
 		resp, err := n.a.StopContainer(ctx, &api.StopContainerRequest{Pod: p, Container: c})
 		if len(resp.GetUpdate()) > 0 {
@@ -125,14 +130,14 @@ func (n *NRI) StopContainer(ctx context.Context, ctr container.Info) {
 }
 
 // RemoveContainer tells the plugins the container is gone.
-func (n *NRI) RemoveContainer(ctx context.Context, ctr container.Info) {
+func (n *NRI) RemoveContainer(ctx context.Context, ctr hook.Container) {
 	n.tell(ctx, "RemoveContainer", ctr, func(p *api.PodSandbox, c *api.Container) error {
 		return n.a.RemoveContainer(ctx, &api.RemoveContainerRequest{Pod: p, Container: c})
 	})
 }
 
 // tell relays an event whose failure changes nothing but a log line.
-func (n *NRI) tell(_ context.Context, event string, ctr container.Info, call func(*api.PodSandbox, *api.Container) error) {
+func (n *NRI) tell(_ context.Context, event string, ctr hook.Container, call func(*api.PodSandbox, *api.Container) error) {
 	if !n.Active() {
 		return
 	}
