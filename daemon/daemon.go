@@ -89,7 +89,7 @@ func Run(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	containers, aa, err := newContainers(ctx, cfg, images, sandboxes, handlers, bus, nriHooks.container(), log)
+	containers, ckpts, aa, err := newContainers(ctx, cfg, images, sandboxes, handlers, bus, nriHooks.container(), log)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func Run(cfg config.Config) error {
 	if err := obs.serveMetrics(sandboxes, containers); err != nil {
 		return errors.Join(err, stream.Stop())
 	}
-	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: images, Network: net,
+	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Checkpoints: ckpts, Images: images, Network: net,
 		Streaming: stream, Events: bus, Log: log, SystemdCgroups: cgDriver == cgdriver.Systemd, Handlers: handlerInfo(handlers),
 		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(aa)}})
 	ln, err := listen(cfg)

@@ -1,4 +1,4 @@
-package container
+package checkpoint
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // image to /proc/<tid>/attr/current, as root (a genuine dump records the
 // AppArmor profile without its mode, or the SELinux context, and nothing
 // for an unconfined task). The request's label is also handed to CRIU
-// (internal/ocirt's LsmProfile), which then rewrites the images' labels
+// (ocirt's LsmProfile), which then rewrites the images' labels
 // to it. A socket-creation label or AppArmor data, which minicri never
 // sets, is refused whatever the request.
 func checkLSM(cr interface {
