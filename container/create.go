@@ -97,8 +97,8 @@ func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config
 		{Name: "create in monitor", Do: c.createInMonitor, Undo: c.destroy},
 		{Name: "publish created", Do: c.publish},
 	}
-	if isCheckpointArchive(cfg.Image) || m.isCheckpointImage(cfg.Image) {
-		list = c.restoreSteps() // restore.go
+	if m.restores(cfg.Image) {
+		list = c.restoreSteps() // restoring.go
 	}
 	timings, err := steps.Run(ctx, log, list)
 	if c.release != nil {

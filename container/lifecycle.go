@@ -40,7 +40,7 @@ func (m *Manager) Start(ctx context.Context, id string) error {
 	}
 	var resp monitor.Response
 	if c.rec.Restore != nil {
-		resp, err = m.startRestored(ctx, c, pod) // restore.go
+		resp, err = m.startRestored(ctx, c, pod) // restoring.go
 	} else {
 		resp, err = monitor.Call(ctx, monitor.SocketPath(pod.MonitorDir), monitor.Request{Op: monitor.OpStart, ID: c.ID()})
 	}
@@ -90,7 +90,7 @@ func (m *Manager) stopLocked(ctx context.Context, c *Container, timeout time.Dur
 		return nil
 	}
 	if st.State == StateCreated && c.rec.Restore != nil {
-		return m.stopUnrestored(c) // restore.go
+		return m.stopUnrestored(c) // restoring.go
 	}
 	sig := m.stopSignal(c)
 	pod, err := m.opts.Pods.Pod(c.rec.PodID)

@@ -41,6 +41,9 @@ type Options struct {
 	CDI      CDI
 	Runtimes Runtimes // RuntimeClass handlers; nil: only the built-in ""
 	Hooks    Hooks    // NRI; nil: none
+	// Restorer makes containers from checkpoints (restoring.go); nil: no
+	// image is a checkpoint.
+	Restorer Restorer
 }
 
 // Manager owns every container of one minicri instance.

@@ -55,7 +55,6 @@ func (m *Manager) recoverOne(ctx context.Context, rec Record) {
 			m.log.Warn("recovered container's name is already taken", "container", id, "pod", rec.PodID, "err", err)
 		}
 		m.log.Info("recovered container", "container", id, "pod", rec.PodID, "state", m.refresh(c).State)
-		m.thawLeftFrozen(c) // podcheckpoint.go
 	}
 }
 

@@ -92,6 +92,6 @@ type Record struct {
 	// runs the container ("": the built-in one).
 	RuntimeHandler string `json:"runtime_handler,omitempty"`
 	Status         Status `json:"status"`
-	// Restore is set when the container is made from a checkpoint (restore.go).
+	// Restore is set when the container is made from a checkpoint (restoring.go).
 	Restore *Restore `json:"restore,omitempty"`
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/minicri/minicri/apparmor"
 	"github.com/minicri/minicri/cgdriver"
+	"github.com/minicri/minicri/checkpoint"
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
@@ -81,7 +82,7 @@ func Run(cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	containers, aa, err := newContainers(ctx, cfg, images, sandboxes, handlers, bus, nriHooks.container(), log)
+	containers, ckpts, aa, err := newContainers(ctx, cfg, images, sandboxes, handlers, bus, nriHooks.container(), log)
 	if err != nil {
 		return err
 	}
@@ -99,7 +100,7 @@ func Run(cfg config.Config) error {
 		log.Warn("image GC after recovery", "err", err)
 	}
 	return serveCRI(ctx, node{cfg: cfg, log: log, pause: pause, net: net, cgDriver: cgDriver, obs: obs,
-		images: images, handlers: handlers, bus: bus, sandboxes: sandboxes, containers: containers, aa: aa})
+		images: images, handlers: handlers, bus: bus, sandboxes: sandboxes, containers: containers, ckpts: ckpts, aa: aa})
 }
 
 // node is what Run has built: the domain managers and what serves them.
@@ -115,6 +116,7 @@ type node struct {
 	bus        *events.Broker
 	sandboxes  *sandbox.Manager
 	containers *container.Manager
+	ckpts      *checkpoint.Checkpointer
 	aa         *apparmor.Host
 }
 
@@ -130,7 +132,7 @@ func serveCRI(ctx context.Context, n node) error {
 	if err := n.obs.serveMetrics(sandboxes, containers); err != nil {
 		return errors.Join(err, stream.Stop())
 	}
-	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Images: n.images, Network: n.net,
+	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Checkpoints: n.ckpts, Images: n.images, Network: n.net,
 		Streaming: stream, Events: n.bus, Log: log, SystemdCgroups: n.cgDriver == cgdriver.Systemd, Handlers: handlerInfo(n.handlers),
 		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(n.aa)}})
 	ln, err := listen(cfg)

@@ -56,7 +56,7 @@ func (r LibcontainerRestore) Create(id, bundle string, spec *specs.Spec, io Stdi
 		// container's, and an archive's to choose (they climbed out with "..").
 		ManageCgroupsMode: "ignore",
 		// The request's LSM label, not the images': the daemon refused
-		// images whose labels differ (container/restore_lsm.go); CRIU
+		// images whose labels differ (checkpoint/restore_lsm.go); CRIU
 		// rewrites every restored task's label to this one.
 		LsmProfile: lsmProfile(spec.Process),
 	})

@@ -11,15 +11,9 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/minicri/minicri/container"
-	"github.com/minicri/minicri/internal/podckpt"
+	"github.com/minicri/minicri/checkpoint/podarchive"
 	"github.com/minicri/minicri/internal/steps"
 )
-
-// podCheckpointer is the part of the container manager pod checkpoints use.
-type podCheckpointer interface {
-	CheckpointPod(ctx context.Context, podID string, ids []string, dir string, timeout time.Duration) ([]container.PodArchive, error)
-}
 
 // CheckpointPod writes a checkpoint of the pod's running containers ids
 // (one consistent cut: all frozen before any is dumped) and the pod's
@@ -34,11 +28,10 @@ func (s *Server) CheckpointPod(ctx context.Context, req *runtimeapi.CheckpointPo
 		return nil, invalid("no checkpoint options are supported")
 	}
 	dir := filepath.Clean(req.GetOutputPath())
-	if err := podckpt.CheckOutput(dir); err != nil {
+	if err := podarchive.CheckOutput(dir); err != nil {
 		return nil, err
 	}
-	pc, ok := s.containers.(podCheckpointer)
-	if !ok {
+	if s.checkpoints == nil {
 		return nil, status.Error(codes.Unimplemented, "CheckpointPod is not supported")
 	}
 	pod, err := s.sandboxes.Get(req.GetPodSandboxId())
@@ -48,18 +41,18 @@ func (s *Server) CheckpointPod(ctx context.Context, req *runtimeapi.CheckpointPo
 	if !pod.Ready {
 		return nil, status.Errorf(codes.FailedPrecondition, "pod sandbox %s is not ready", pod.ID)
 	}
-	archives, err := pc.CheckpointPod(ctx, pod.ID, req.GetContainerIds(), dir, 0)
+	archives, err := s.checkpoints.CheckpointPod(ctx, pod.ID, req.GetContainerIds(), dir, 0)
 	if err != nil {
 		return nil, err
 	}
-	m := podckpt.Manifest{
+	m := podarchive.Manifest{
 		PodID: pod.ID, RuntimeHandler: pod.Config.RuntimeHandler, Pod: pod.Config, IPs: pod.Status.IPs,
 		CheckpointedAt: time.Now().UTC(),
 	}
 	for _, a := range archives {
-		m.Containers = append(m.Containers, podckpt.Container{ID: a.ID, Name: a.Name, Archive: a.Archive})
+		m.Containers = append(m.Containers, podarchive.Container{ID: a.ID, Name: a.Name, Archive: a.Archive})
 	}
-	if err := podckpt.Write(dir, m); err != nil {
+	if err := podarchive.Write(dir, m); err != nil {
 		for _, a := range archives {
 			_ = os.Remove(filepath.Join(dir, a.Archive))
 		}
@@ -82,7 +75,7 @@ func (s *Server) RestorePod(ctx context.Context, req *runtimeapi.RestorePodReque
 		return nil, invalid("no restore options are supported")
 	}
 	dir := filepath.Clean(req.GetCheckpointPath())
-	m, err := podckpt.Read(dir)
+	m, err := podarchive.Read(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +96,7 @@ func (s *Server) RestorePod(ctx context.Context, req *runtimeapi.RestorePodReque
 }
 
 // matchNames checks that the configs name exactly the checkpoint's containers.
-func matchNames(m *podckpt.Manifest, ccs []*runtimeapi.ContainerConfig) error {
+func matchNames(m *podarchive.Manifest, ccs []*runtimeapi.ContainerConfig) error {
 	seen := map[string]bool{}
 	for _, cc := range ccs {
 		name := cc.GetMetadata().GetName()
@@ -126,7 +119,7 @@ type podRestore struct {
 	s     *Server
 	req   *runtimeapi.RestorePodRequest
 	dir   string
-	m     *podckpt.Manifest
+	m     *podarchive.Manifest
 	podID string
 	out   []*runtimeapi.RestoredContainer
 }

@@ -29,9 +29,6 @@ type Containers interface {
 	PodMetrics(podID string) (container.PodSample, error)
 	FsInfo() (container.FsUsage, error)
 	UpdateResources(ctx context.Context, id string, r container.Resources) error
-	// Checkpoint writes a KEP-2008 forensic checkpoint archive of a running
-	// container to location; the container keeps running.
-	Checkpoint(ctx context.Context, id, location string, timeout time.Duration) error
 }
 
 // CreateContainer creates a container in a pod sandbox.

@@ -7,10 +7,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/minicri/minicri/checkpoint/podarchive"
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/hook"
 	"github.com/minicri/minicri/image"
-	"github.com/minicri/minicri/internal/podckpt"
 	"github.com/minicri/minicri/sandbox"
 )
 
@@ -29,8 +29,8 @@ var codeOf = []struct {
 	{container.ErrFailedPrecondition, codes.FailedPrecondition},
 	{container.ErrPermissionDenied, codes.PermissionDenied},
 	{hook.ErrPermissionDenied, codes.PermissionDenied},
-	{podckpt.ErrInvalid, codes.InvalidArgument},
-	{podckpt.ErrFailedPrecondition, codes.FailedPrecondition},
+	{podarchive.ErrInvalid, codes.InvalidArgument},
+	{podarchive.ErrFailedPrecondition, codes.FailedPrecondition},
 	{image.ErrNotFound, codes.NotFound},
 	{image.ErrInvalidReference, codes.InvalidArgument},
 	{image.ErrNoProgress, codes.DeadlineExceeded},

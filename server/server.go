@@ -55,6 +55,8 @@ type Server struct {
 	config     any
 	systemd    bool
 	handlers   []HandlerInfo
+
+	checkpoints Checkpoints
 }
 
 // Deps are the domain services the server translates to.
@@ -75,13 +77,16 @@ type Deps struct {
 	// Handlers are the RuntimeClass handlers Status advertises; empty: the
 	// built-in "" only.
 	Handlers []HandlerInfo
+	// Checkpoints writes checkpoints; nil: CheckpointContainer and
+	// CheckpointPod are unimplemented.
+	Checkpoints Checkpoints
 }
 
 // New creates the server.
 func New(d Deps) *Server {
 	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, network: d.Network,
 		streaming: d.Streaming, events: d.Events, log: d.Log, config: d.Config,
-		systemd: d.SystemdCgroups, handlers: d.Handlers}
+		systemd: d.SystemdCgroups, handlers: d.Handlers, checkpoints: d.Checkpoints}
 }
 
 // Register adds the CRI services to g.

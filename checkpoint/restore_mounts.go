@@ -1,4 +1,4 @@
-package container
+package checkpoint
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 // spec: CRIU rebuilds the tree from the images, not from the spec, so a
 // crafted archive could leave /proc/sys writable, drop a masked path, or
 // mount a filesystem the spec has none of (binfmt_misc, cgroup, a device).
-func (c *creation) checkCheckpointMounts(context.Context) error {
-	return checkMountsAgainst(filepath.Join(c.m.ctrStateDir(c.rec.ID), checkpointImagesDir), c.spec)
+func (x *restoration) checkCheckpointMounts(context.Context) error {
+	return checkMountsAgainst(x.imagesDir(), x.t.Spec())
 }
 
 func checkMountsAgainst(images string, spec *specs.Spec) error {

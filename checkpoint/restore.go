@@ -1,4 +1,4 @@
-package container
+package checkpoint
 
 import (
 	"archive/tar"
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/proc"
 	"github.com/minicri/minicri/internal/steps"
@@ -28,16 +30,30 @@ const checkpointFormat = 1
 // maxCheckpointMeta bounds config.dump, spec.dump and deleted.files.
 const maxCheckpointMeta = 4 << 20
 
-// Restore records a container created from a checkpoint archive: its
-// StartContainer restores the dumped processes instead of starting a new
-// init (as CRI-O does).
-type Restore struct {
-	Archive        string    `json:"archive"`       // the archive path, or the checkpoint image's reference
-	Dir            string    `json:"dir,omitempty"` // the checkpoint image's layer: the archive's contents
-	FromContainer  string    `json:"from_container"`
-	CheckpointedAt time.Time `json:"checkpointed_at"`
-	// metaSum is config.dump's digest as readCheckpoint checked it.
-	metaSum [32]byte
+// Images is what a restore looks up in the image store (*image.Store).
+type Images interface {
+	Status(ref string) (image.Image, error)
+}
+
+// Restorer makes containers from checkpoints: it is the container
+// manager's container.Restorer (the daemon wires it).
+type Restorer struct {
+	images Images // nil: no image is a checkpoint image
+	log    *slog.Logger
+}
+
+// NewRestorer makes the restorer; images tells checkpoint images.
+func NewRestorer(images Images, log *slog.Logger) *Restorer {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Restorer{images: images, log: log}
+}
+
+// IsCheckpoint implements container.Restorer: an archive's path or a
+// checkpoint image.
+func (r *Restorer) IsCheckpoint(image string) bool {
+	return isCheckpointArchive(image) || r.isCheckpointImage(image)
 }
 
 // isCheckpointArchive tells a CreateContainer image that names a
@@ -46,82 +62,94 @@ func isCheckpointArchive(image string) bool { return strings.HasPrefix(image, "/
 
 // isCheckpointImage tells a CreateContainer image that is a checkpoint
 // packaged as an OCI image (image.CheckpointAnnotation on its manifest).
-func (m *Manager) isCheckpointImage(ref string) bool {
-	st, ok := m.opts.Images.(interface {
-		Status(ref string) (image.Image, error)
-	})
-	if !ok {
+func (r *Restorer) isCheckpointImage(ref string) bool {
+	if r.images == nil {
 		return false
 	}
-	img, err := st.Status(ref)
+	img, err := r.images.Status(ref)
 	return err == nil && img.CheckpointName != ""
 }
 
-// restoreSteps are the steps of a CreateContainer from the checkpoint
-// archive cfg.Image: the image the checkpoint names, the archive's rootfs
-// changes on top, the spec from the request in the target pod; no process
-// yet (StartContainer restores it).
-func (c *creation) restoreSteps() []steps.Step {
+// restoration is the restore of one container: container's restoreSteps
+// run its Read, Unpack and Checks among the creation's own steps.
+type restoration struct {
+	log *slog.Logger
+	t   container.Restoring
+	rec *container.Restore // once read
+	// metaSum is config.dump's digest as Read checked it.
+	metaSum [32]byte
+}
+
+// Begin implements container.Restorer.
+func (r *Restorer) Begin(t container.Restoring) container.Restoration {
+	return &restoration{log: r.log, t: t}
+}
+
+// Checks implements container.Restoration: the checkpoint's processes,
+// mounts, rootfs changes and files against the spec, then its pids.
+func (x *restoration) Checks() []steps.Step {
 	return []steps.Step{
-		{Name: "read checkpoint", Do: c.readCheckpoint, Undo: c.releaseImage},
-		{Name: "acquire image", Do: c.acquireImage, Undo: c.releaseImage},
-		{Name: "record intent", Do: c.recordIntent, Undo: c.removeDirs},
-		{Name: "unpack checkpoint", Do: c.unpackCheckpoint},
-		{Name: "acquire image volumes", Do: c.acquireImageVolumes, Undo: c.releaseImageVolumes},
-		{Name: "mount rootfs", Do: c.mountRootfs, Undo: c.unmountRootfs},
-		{Name: "build spec", Do: c.buildSpec},
-		{Name: "nri create container", Do: c.hookCreate, Undo: c.unhookCreate},
-		{Name: "check checkpoint credentials", Do: c.checkCheckpointCreds}, // restore_creds.go
-		{Name: "check checkpoint mounts", Do: c.checkCheckpointMounts},     // restore_mounts.go
-		{Name: "check checkpoint rootfs", Do: c.checkCheckpointRootfs},     // restore_rootfs.go
-		{Name: "check checkpoint files", Do: c.checkCheckpointFiles},       // restore_files.go
-		{Name: "reserve checkpoint pids", Do: c.reservePids},               // restore_pids.go
-		{Name: "write spec", Do: c.writeSpecSynced},
-		{Name: "publish created", Do: c.publish},
+		{Name: "check checkpoint credentials", Do: x.checkCheckpointCreds}, // restore_creds.go
+		{Name: "check checkpoint mounts", Do: x.checkCheckpointMounts},     // restore_mounts.go
+		{Name: "check checkpoint rootfs", Do: x.checkCheckpointRootfs},     // restore_rootfs.go
+		{Name: "check checkpoint files", Do: x.checkCheckpointFiles},       // restore_files.go
+		{Name: "reserve checkpoint pids", Do: x.reservePids},               // restore_pids.go
 	}
 }
 
-// readCheckpoint checks the archive and its metadata: a minicri archive
-// of this format, CRIU images present; the container is then made from
-// the image the checkpoint was taken from.
-func (c *creation) readCheckpoint(context.Context) error {
-	path := filepath.Clean(c.rec.Config.Image)
-	if c.pod.UserNS != nil {
-		return fmt.Errorf("%w: restoring into a pod with a user namespace is not supported", ErrFailedPrecondition)
+// imagesDir is where the container's CRIU images are unpacked.
+func (x *restoration) imagesDir() string {
+	return filepath.Join(x.t.Dirs().State, checkpointImagesDir)
+}
+
+// Read implements container.Restoration: it checks the archive and its
+// metadata (a minicri archive of this format, CRIU images present); the
+// container is then made from the image the checkpoint was taken from.
+func (x *restoration) Read(context.Context) (*container.Restore, string, error) {
+	cfg, pod := x.t.Config(), x.t.Pod()
+	if err := restorable(cfg, pod); err != nil {
+		return nil, "", err
 	}
-	if c.rec.Config.TTY {
-		return fmt.Errorf("%w: a TTY container cannot be restored", ErrInvalid)
-	}
-	if c.pod.RuntimeHandler != "" {
-		return fmt.Errorf("%w: restore needs the built-in runtime, not runtime handler %q", ErrFailedPrecondition, c.pod.RuntimeHandler)
-	}
-	walk, dir := walkArchive, ""
+	path, dir, walk := filepath.Clean(cfg.Image), "", walkArchive
 	if !isCheckpointArchive(path) {
 		// A checkpoint image: its one layer holds the archive's files. The
 		// container holds it (and, next, the image it names) until removed.
-		img, err := c.m.opts.Images.Acquire(c.rec.Config.Image, c.rec.ID)
+		img, err := x.t.AcquireImage(cfg.Image)
 		if err != nil {
-			return err
+			return nil, "", err
 		}
-		c.img.ID = img.ID // for releaseImage
 		if img.CheckpointName == "" || len(img.Layers) != 1 {
-			return fmt.Errorf("%w: image %s is not a checkpoint image", ErrInvalid, path)
+			return nil, "", fmt.Errorf("%w: image %s is not a checkpoint image", ErrInvalid, path)
 		}
-		path, dir, walk = c.rec.Config.Image, img.Layers[0], walkDir
+		path, dir, walk = cfg.Image, img.Layers[0], walkDir
 	}
 	meta, sum, err := readCheckpointMeta(path, func(fn func(*tar.Header, io.Reader) error) error { return walk(srcOf(path, dir), fn) })
 	if err != nil && dir == "" {
-		c.m.log.Info("checkpoint archive refused", "path", path, "err", err) // the cause, for the operator
-		return hideHostPath(path, err)                                       // restore_guard.go
+		x.log.Info("checkpoint archive refused", "path", path, "err", err) // the cause, for the operator
+		return nil, "", hideHostPath(path, err)                            // restore_guard.go
 	}
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	if err := checkNamespace(meta, c.rec.Config.Labels, path); err != nil { // restore_guard.go
-		return err
+	if err := checkNamespace(meta, cfg.Labels, path); err != nil { // restore_guard.go
+		return nil, "", err
 	}
-	c.rec.Restore = &Restore{Archive: path, Dir: dir, FromContainer: meta.ID, CheckpointedAt: meta.CheckpointedAt, metaSum: sum}
-	c.rec.Config.Image = meta.RootfsImageRef
+	x.rec, x.metaSum = &container.Restore{Archive: path, Dir: dir, FromContainer: meta.ID, CheckpointedAt: meta.CheckpointedAt}, sum
+	return x.rec, meta.RootfsImageRef, nil
+}
+
+// restorable refuses what minicri does not restore into: a pod user
+// namespace, a TTY, a runtime handler.
+func restorable(cfg container.Config, pod container.PodInfo) error {
+	if pod.UserNS != nil {
+		return fmt.Errorf("%w: restoring into a pod with a user namespace is not supported", ErrFailedPrecondition)
+	}
+	if cfg.TTY {
+		return fmt.Errorf("%w: a TTY container cannot be restored", ErrInvalid)
+	}
+	if pod.RuntimeHandler != "" {
+		return fmt.Errorf("%w: restore needs the built-in runtime, not runtime handler %q", ErrFailedPrecondition, pod.RuntimeHandler)
+	}
 	return nil
 }
 
@@ -133,8 +161,8 @@ func srcOf(path, dir string) string {
 	return path
 }
 
-// walk walks the restore's checkpoint, archive or image layer.
-func (r *Restore) walk(fn func(*tar.Header, io.Reader) error) error {
+// walkRestore walks the restore's checkpoint, archive or image layer.
+func walkRestore(r *container.Restore, fn func(*tar.Header, io.Reader) error) error {
 	if r.Dir != "" {
 		return walkDir(r.Dir, fn)
 	}
@@ -240,18 +268,19 @@ func walkArchive(path string, fn func(*tar.Header, io.Reader) error) error {
 	}
 }
 
-// unpackCheckpoint puts the CRIU images in the container's state
-// directory and the archive's rootfs changes in its (not yet mounted)
-// upper dir: rootfs-diff.tar unpacked there, deleted.files as whiteouts.
-// removeDirs undoes all of it.
-func (c *creation) unpackCheckpoint(ctx context.Context) error {
-	upper := filepath.Join(c.m.rootDir(c.rec.ID), "fs", "upper")
-	for _, d := range []string{filepath.Dir(upper), upper} {
+// Unpack implements container.Restoration: it puts the CRIU images in the
+// container's state directory and the archive's rootfs changes in its
+// (not yet mounted) upper dir: rootfs-diff.tar unpacked there,
+// deleted.files as whiteouts. The container's removeDirs (the undo of its
+// "record intent") undoes all of it.
+func (x *restoration) Unpack(ctx context.Context) error {
+	dirs := x.t.Dirs()
+	for _, d := range []string{filepath.Dir(dirs.Upper), dirs.Upper} {
 		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) { //nolint:gosec // the container's "/"
 			return err
 		}
 	}
-	images, err := os.OpenRoot(c.m.ctrStateDir(c.rec.ID))
+	images, err := os.OpenRoot(dirs.State)
 	if err != nil {
 		return err
 	}
@@ -259,42 +288,55 @@ func (c *creation) unpackCheckpoint(ctx context.Context) error {
 	if err := images.Mkdir(checkpointImagesDir, 0o700); err != nil {
 		return err
 	}
-	var deleted []string
-	seen := false
-	err = c.rec.Restore.walk(func(hdr *tar.Header, r io.Reader) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		switch {
-		case strings.HasPrefix(hdr.Name, checkpointImagesDir+"/"):
-			return unpackImageFile(images, hdr, r)
-		case hdr.Name == checkpointRootfs:
-			if err := unpackBounded(r, hdr.Size, upper); err != nil { // restore_guard.go
-				return fmt.Errorf("%w: checkpoint %s: %s: %v", ErrInvalid, c.rec.Restore.Archive, checkpointRootfs, err)
-			}
-		case hdr.Name == checkpointConfigName:
-			seen = true
-			if data, err := io.ReadAll(io.LimitReader(r, maxCheckpointMeta)); err != nil || metaSum(data) != c.rec.Restore.metaSum {
-				return fmt.Errorf("%w: checkpoint %s changed while it was read", ErrInvalid, c.rec.Restore.Archive)
-			}
-		case hdr.Name == checkpointDeleted:
-			data, err := io.ReadAll(io.LimitReader(r, maxCheckpointMeta))
-			if err == nil {
-				err = json.Unmarshal(data, &deleted)
-			}
-			if err != nil {
-				return fmt.Errorf("%w: checkpoint %s: bad %s: %v", ErrInvalid, c.rec.Restore.Archive, checkpointDeleted, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	u := &unpacker{ctx: ctx, images: images, upper: dirs.Upper, archive: x.rec.Archive, metaSum: x.metaSum}
+	if err := walkRestore(x.rec, u.entry); err != nil {
 		return err
 	}
-	if !seen {
-		return fmt.Errorf("%w: checkpoint %s changed while it was read", ErrInvalid, c.rec.Restore.Archive)
+	if !u.seen {
+		return fmt.Errorf("%w: checkpoint %s changed while it was read", ErrInvalid, x.rec.Archive)
 	}
-	return whiteout(upper, deleted)
+	return whiteout(dirs.Upper, u.deleted)
+}
+
+// unpacker unpacks the entries of a checkpoint (Unpack's second pass over
+// it).
+type unpacker struct {
+	ctx     context.Context
+	images  *os.Root // the state dir: CRIU images go to its checkpoint/
+	upper   string
+	archive string   // for messages
+	metaSum [32]byte // config.dump's digest in the first pass
+	seen    bool     // config.dump was met again
+	deleted []string // deleted.files
+}
+
+// entry unpacks one entry of the checkpoint.
+func (u *unpacker) entry(hdr *tar.Header, r io.Reader) error {
+	if err := u.ctx.Err(); err != nil {
+		return err
+	}
+	switch {
+	case strings.HasPrefix(hdr.Name, checkpointImagesDir+"/"):
+		return unpackImageFile(u.images, hdr, r)
+	case hdr.Name == checkpointRootfs:
+		if err := unpackBounded(r, hdr.Size, u.upper); err != nil { // restore_guard.go
+			return fmt.Errorf("%w: checkpoint %s: %s: %v", ErrInvalid, u.archive, checkpointRootfs, err)
+		}
+	case hdr.Name == checkpointConfigName:
+		u.seen = true
+		if data, err := io.ReadAll(io.LimitReader(r, maxCheckpointMeta)); err != nil || metaSum(data) != u.metaSum {
+			return fmt.Errorf("%w: checkpoint %s changed while it was read", ErrInvalid, u.archive)
+		}
+	case hdr.Name == checkpointDeleted:
+		data, err := io.ReadAll(io.LimitReader(r, maxCheckpointMeta))
+		if err == nil {
+			err = json.Unmarshal(data, &u.deleted)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: checkpoint %s: bad %s: %v", ErrInvalid, u.archive, checkpointDeleted, err)
+		}
+	}
+	return nil
 }
 
 // unpackImageFile writes one CRIU image file (regular files and
@@ -354,23 +396,15 @@ func whiteout(upper string, deleted []string) error {
 	return nil
 }
 
-// startRestored is StartContainer of a container created from a
-// checkpoint: the pod's monitor has CRIU restore the dumped processes
-// (they become its children); nothing new is started.
-func (m *Manager) startRestored(ctx context.Context, c *Container, pod PodInfo) (monitor.Response, error) {
-	dir := m.ctrStateDir(c.ID())
-	logDir, logName := "", ""
-	if c.rec.LogPath != "" {
-		logDir, logName = pod.LogDirectory, filepath.Clean(c.rec.Config.LogPath)
-	}
+// Start implements container.Restorer: StartContainer of a container
+// created from a checkpoint. The pod's monitor has CRIU restore the dumped
+// processes (they become its children); nothing new is started.
+func (r *Restorer) Start(ctx context.Context, k container.Checkpointable, pod container.PodInfo, setInit func(proc.Ref) error) (monitor.Response, error) {
+	rec, dirs := k.Record(), k.Dirs()
+	dir := dirs.State
 	start := time.Now()
 	resp, err := monitor.Call(ctx, monitor.SocketPath(pod.MonitorDir), monitor.Request{
-		Op: monitor.OpRestore, ID: c.ID(),
-		Create: &monitor.CreateRequest{
-			Bundle: dir, Dir: dir, RuncRoot: m.runcRoot(), LogDir: logDir, LogPath: logName,
-			Stdin: c.rec.Config.Stdin, StdinOnce: c.rec.Config.StdinOnce,
-			Checkpoint: filepath.Join(dir, checkpointImagesDir),
-		},
+		Op: monitor.OpRestore, ID: rec.ID, Create: restoreRequest(rec, pod, dirs),
 	})
 	if err != nil {
 		if !errors.Is(err, monitor.ErrUnavailable) {
@@ -378,30 +412,35 @@ func (m *Manager) startRestored(ctx context.Context, c *Container, pod PodInfo) 
 			// it does not have, say). The container stays CREATED, removable.
 			err = fmt.Errorf("%w: %v", ErrFailedPrecondition, err)
 		}
-		return resp, fmt.Errorf("restore container %s from %s: %w%s", c.ID(), c.rec.Restore.Archive, err,
+		return resp, fmt.Errorf("restore container %s from %s: %w%s", rec.ID, rec.Restore.Archive, err,
 			criuLogErrors(filepath.Join(dir, "criu-restore", "restore.log")))
 	}
 	ref, err := proc.RefOf(resp.Container.PID)
 	if err != nil {
 		return resp, fmt.Errorf("restored init %d: %w", resp.Container.PID, err)
 	}
-	if _, err := c.update(func(s Status) Status { s.Init = ref; return s }); err != nil {
+	if err := setInit(ref); err != nil {
 		return resp, err
 	}
 	// The images are in the processes now; the archive keeps them.
 	if err := os.RemoveAll(filepath.Join(dir, checkpointImagesDir)); err != nil {
-		m.log.Warn("remove restored CRIU images", "container", c.ID(), "err", err)
+		r.log.Warn("remove restored CRIU images", "container", rec.ID, "err", err)
 	}
-	m.log.Info("container restored", "pod", c.rec.PodID, "container", c.ID(), "archive", c.rec.Restore.Archive,
+	r.log.Info("container restored", "pod", rec.PodID, "container", rec.ID, "archive", rec.Restore.Archive,
 		"took", time.Since(start).Round(time.Millisecond).String())
 	return resp, nil
 }
 
-// stopUnrestored stops a restore container whose StartContainer has not
-// restored it: there is no process, it just becomes exited.
-func (m *Manager) stopUnrestored(c *Container) error {
-	_, err := c.update(func(s Status) Status {
-		return exited(s, &monitor.Exit{Code: 128 + int(unix.SIGKILL), FinishedAt: time.Now()})
-	})
-	return err
+// restoreRequest is what the monitor needs to restore rec's processes
+// into its bundle: new stdio, the log, the CRIU images.
+func restoreRequest(rec container.Record, pod container.PodInfo, dirs container.Dirs) *monitor.CreateRequest {
+	logDir, logName := "", ""
+	if rec.LogPath != "" {
+		logDir, logName = pod.LogDirectory, filepath.Clean(rec.Config.LogPath)
+	}
+	return &monitor.CreateRequest{
+		Bundle: dirs.State, Dir: dirs.State, RuncRoot: dirs.RuncRoot, LogDir: logDir, LogPath: logName,
+		Stdin: rec.Config.Stdin, StdinOnce: rec.Config.StdinOnce,
+		Checkpoint: filepath.Join(dirs.State, checkpointImagesDir),
+	}
 }

@@ -1,10 +1,9 @@
-package container
+package checkpoint
 
 import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -20,16 +19,17 @@ import (
 // no_new_privs, seccomp filters and LSM labels from the images, as root,
 // whatever the spec says, so a crafted (or simply more privileged) archive
 // would otherwise run with them. See checkTask, checkSeccomp and checkLSM.
-func (c *creation) checkCheckpointCreds(context.Context) error {
+func (x *restoration) checkCheckpointCreds(context.Context) error {
+	spec := x.t.Spec()
 	var sc *specs.LinuxSeccomp
-	if c.spec.Linux != nil {
-		sc = c.spec.Linux.Seccomp
+	if spec.Linux != nil {
+		sc = spec.Linux.Seccomp
 	}
 	want, err := seccompChainOf(sc)
 	if err != nil {
 		return err
 	}
-	return checkCredsAgainst(filepath.Join(c.m.ctrStateDir(c.rec.ID), checkpointImagesDir), c.spec, want)
+	return checkCredsAgainst(x.imagesDir(), spec, want)
 }
 
 // checkCredsAgainst checks every thread of the images against spec and

@@ -1,4 +1,4 @@
-package container
+package checkpoint
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 // RestorePod reserves every container's pids before the first is restored
 // and starts forking. A container with a PID namespace of its own, or the
 // host's, needs nothing.
-func (c *creation) reservePids(context.Context) error {
-	ns := joinedPidNS(c.spec)
+func (x *restoration) reservePids(context.Context) error {
+	ns := joinedPidNS(x.t.Spec())
 	if ns == "" {
 		return nil
 	}
@@ -37,7 +37,7 @@ func (c *creation) reservePids(context.Context) error {
 		return fmt.Errorf("%w: the container joins the host's PID namespace (its pod's pause is in it); a restore reserves pids only in a pod's own",
 			ErrFailedPrecondition)
 	}
-	top, err := maxCheckpointPid(filepath.Join(c.m.ctrStateDir(c.rec.ID), checkpointImagesDir, "pstree.img"))
+	top, err := maxCheckpointPid(filepath.Join(x.imagesDir(), "pstree.img"))
 	if err != nil {
 		return fmt.Errorf("%w: checkpoint image pstree.img: %v", ErrInvalid, err)
 	}

@@ -1,4 +1,4 @@
-package container
+package checkpoint
 
 import (
 	"context"
@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
 
+	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/ocirt"
 )
 
@@ -27,20 +26,20 @@ type PodArchive struct {
 // cgroups of all of them are frozen before the first is dumped and thawed
 // (on success, error or timeout alike) once the last one is. On error no
 // archive is left in dir.
-func (m *Manager) CheckpointPod(ctx context.Context, podID string, ids []string, dir string, timeout time.Duration) (out []PodArchive, err error) {
+func (cp *Checkpointer) CheckpointPod(ctx context.Context, podID string, ids []string, dir string, timeout time.Duration) (out []PodArchive, err error) {
 	if timeout <= 0 {
 		timeout = DefaultCheckpointTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cs, unlock, err := m.lockPodContainers(ctx, podID, ids)
+	cs, unlock, err := cp.containers.Hold(ctx, podID, ids)
 	defer unlock()
 	if err != nil {
 		return nil, err
 	}
 	lcs := make([]*libcontainer.Container, 0, len(cs))
 	for _, c := range cs {
-		h, err := m.loadOf(c)
+		h, err := c.Runtime()
 		if err != nil {
 			return nil, fmt.Errorf("%w: container %s: load runtime state: %v", ErrFailedPrecondition, c.ID(), err)
 		}
@@ -67,63 +66,24 @@ func (m *Manager) CheckpointPod(ctx context.Context, podID string, ids []string,
 		}
 	}()
 	for _, c := range cs {
-		a := PodArchive{ID: c.ID(), Name: c.rec.Config.Name, Archive: c.ID() + ".tar"}
-		if err := m.checkpointInto(ctx, c, dir, a.Archive); err != nil {
+		a := PodArchive{ID: c.ID(), Name: c.Record().Config.Name, Archive: c.ID() + ".tar"}
+		if err := cp.checkpointInto(ctx, c, dir, a.Archive); err != nil {
 			return out, err
 		}
 		out = append(out, a)
 	}
-	m.log.Info("pod checkpointed", "pod", podID, "containers", len(cs), "dir", dir,
+	cp.log.Info("pod checkpointed", "pod", podID, "containers", len(cs), "dir", dir,
 		"frozen_for", time.Since(frozen).Round(time.Millisecond).String(), "took", time.Since(start).Round(time.Millisecond).String())
 	return out, nil
 }
 
-// lockPodContainers takes the operation lock of every container ids names
-// (each of pod podID, running, named once), in ID order so that two
-// concurrent pod checkpoints cannot deadlock; unlock releases what was taken.
-func (m *Manager) lockPodContainers(ctx context.Context, podID string, ids []string) ([]*Container, func(), error) {
-	var locked []*Container
-	unlock := func() {
-		for _, c := range locked {
-			c.op.Unlock()
-		}
-	}
-	var cs []*Container
-	seen := map[string]bool{}
-	for _, id := range ids {
-		c, err := m.store.get(id)
-		if err != nil {
-			return nil, unlock, err
-		}
-		if seen[c.ID()] {
-			return nil, unlock, fmt.Errorf("%w: container %s named twice", ErrInvalid, c.ID())
-		}
-		seen[c.ID()] = true
-		if c.rec.PodID != podID {
-			return nil, unlock, fmt.Errorf("%w: container %s is not in pod %s", ErrInvalid, c.ID(), podID)
-		}
-		cs = append(cs, c)
-	}
-	slices.SortFunc(cs, func(a, b *Container) int { return strings.Compare(a.ID(), b.ID()) })
-	for _, c := range cs {
-		if err := c.op.Acquire(ctx); err != nil {
-			return nil, unlock, fmt.Errorf("checkpoint container %s: %w", c.ID(), err)
-		}
-		locked = append(locked, c)
-		if st := m.refresh(c); c.removed || st.State != StateRunning {
-			return nil, unlock, fmt.Errorf("%w: container %s is %s, not running", ErrFailedPrecondition, c.ID(), st.State)
-		}
-	}
-	return locked, unlock, nil
-}
-
 // checkpointInto dumps c (frozen) into dir/name.
-func (m *Manager) checkpointInto(ctx context.Context, c *Container, dir, name string) error {
+func (cp *Checkpointer) checkpointInto(ctx context.Context, c container.Checkpointable, dir, name string) error {
 	tmp, err := os.MkdirTemp(dir, "."+name+".tmp-")
 	if err != nil {
 		return fmt.Errorf("checkpoint container %s: %w", c.ID(), err)
 	}
-	err = m.checkpointLocked(ctx, c, tmp, filepath.Join(dir, name), &commitGate{})
+	err = cp.checkpointLocked(ctx, c, tmp, filepath.Join(dir, name), &commitGate{})
 	return errors.Join(err, os.RemoveAll(tmp))
 }
 
@@ -138,15 +98,24 @@ func thawAll(lcs []*libcontainer.Container) error {
 	return errors.Join(errs...)
 }
 
-// thawLeftFrozen resumes a running container whose cgroup is frozen: minicri
-// freezes containers only while it checkpoints them, so a frozen one at
-// startup was left by a daemon that died mid-CheckpointPod (the CRI asks
-// that a pod is never left frozen).
-func (m *Manager) thawLeftFrozen(c *Container) {
-	if c.Status().State != StateRunning {
-		return
+// thawLeftFrozen resumes every running container whose cgroup is frozen:
+// minicri freezes containers only while it checkpoints them, so a frozen
+// one at startup was left by a daemon that died mid-CheckpointPod (the CRI
+// asks that a pod is never left frozen).
+func (cp *Checkpointer) thawLeftFrozen(ctx context.Context) {
+	running := container.StateRunning
+	for _, info := range cp.containers.List(container.Filter{State: &running}) {
+		cs, unlock, err := cp.containers.Hold(ctx, "", []string{info.ID})
+		if err == nil {
+			cp.thawIfFrozen(cs[0])
+		}
+		unlock()
 	}
-	h, err := m.loadOf(c)
+}
+
+// thawIfFrozen resumes c if its cgroup is frozen.
+func (cp *Checkpointer) thawIfFrozen(c container.Checkpointable) {
+	h, err := c.Runtime()
 	if err != nil {
 		return
 	}
@@ -158,8 +127,8 @@ func (m *Manager) thawLeftFrozen(c *Container) {
 		return
 	}
 	if err := lc.Resume(); err != nil {
-		m.log.Error("thaw container left frozen by a checkpoint", "pod", c.rec.PodID, "container", c.ID(), "err", err)
+		cp.log.Error("thaw container left frozen by a checkpoint", "pod", c.Record().PodID, "container", c.ID(), "err", err)
 		return
 	}
-	m.log.Warn("container was left frozen by an interrupted checkpoint; thawed", "pod", c.rec.PodID, "container", c.ID())
+	cp.log.Warn("container was left frozen by an interrupted checkpoint; thawed", "pod", c.Record().PodID, "container", c.ID())
 }

@@ -1,9 +1,13 @@
-// Package podckpt is the layout of a pod checkpoint (CRI CheckpointPod,
+// Package podarchive is the layout of a pod checkpoint (CRI CheckpointPod,
 // RestorePod): a directory holding pod.json, the manifest written here,
 // and one KEP-2008 container checkpoint archive per container (written by
-// the container package). The manifest records the pod's config and
-// network state and which archive holds which container.
-package podckpt
+// package checkpoint). The manifest records the pod's config and network
+// state and which archive holds which container.
+//
+// Imports: the standard library, x/sys/unix and minicri's internal/
+// helpers. It must never import a domain package (checkpoint, container,
+// sandbox, ...), server, daemon or gRPC.
+package podarchive
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package container
+package checkpoint
 
 import (
 	"archive/tar"
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/runc/libcontainer"
 
+	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/ocirt"
 )
 
@@ -56,6 +58,35 @@ type checkpointMeta struct {
 	PodNamespace string `json:"podNamespace,omitempty"`
 }
 
+// Containers is what checkpoints use of the container manager
+// (*container.Manager).
+type Containers interface {
+	// Hold takes the operation locks of running containers (see
+	// container.Manager.Hold).
+	Hold(ctx context.Context, podID string, ids []string) ([]container.Checkpointable, func(), error)
+	// List lists containers.
+	List(f container.Filter) []container.Info
+}
+
+// Checkpointer writes checkpoints of running containers.
+type Checkpointer struct {
+	containers Containers
+	log        *slog.Logger
+}
+
+// NewCheckpointer makes the checkpointer of containers and thaws every
+// running container an interrupted CheckpointPod left frozen
+// (podcheckpoint.go): call it once the container manager has recovered,
+// before requests are served.
+func NewCheckpointer(ctx context.Context, containers Containers, log *slog.Logger) *Checkpointer {
+	if log == nil {
+		log = slog.Default()
+	}
+	cp := &Checkpointer{containers: containers, log: log}
+	cp.thawLeftFrozen(ctx)
+	return cp
+}
+
 // Checkpoint writes a forensic checkpoint of a running container to the tar
 // archive at location (absolute); the container keeps running. CRIU dumps the
 // processes through libcontainer; the archive holds the CRIU images, the OCI
@@ -64,55 +95,63 @@ type checkpointMeta struct {
 //
 // The container's operation lock is held until CRIU is done, even when the
 // timeout returns first: a Stop must not kill processes CRIU has frozen.
-func (m *Manager) Checkpoint(ctx context.Context, id, location string, timeout time.Duration) error {
+func (cp *Checkpointer) Checkpoint(ctx context.Context, id, location string, timeout time.Duration) error {
 	if location == "" || !filepath.IsAbs(location) {
 		return fmt.Errorf("%w: checkpoint location %q must be an absolute path", ErrInvalid, location)
 	}
 	location = filepath.Clean(location)
-	c, err := m.store.get(id)
-	if err != nil {
-		return err
-	}
 	if timeout <= 0 {
 		timeout = DefaultCheckpointTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	held, release, err := cp.containers.Hold(ctx, "", []string{id})
+	if err != nil {
+		release()
+		return err
+	}
+	k := held[0]
+	tmp, err := tempDirFor(k.ID(), location)
+	if err != nil {
+		release()
+		return err
+	}
+	return cp.dumpInBackground(ctx, k, tmp, location, release, timeout)
+}
 
-	if err := c.op.Acquire(ctx); err != nil {
-		return fmt.Errorf("checkpoint container %s: %w", c.ID(), err)
-	}
-	unlock := true
-	defer func() {
-		if unlock {
-			c.op.Unlock()
-		}
-	}()
-	if st := m.refresh(c); c.removed || st.State != StateRunning {
-		return fmt.Errorf("%w: container %s is %s, not running", ErrFailedPrecondition, c.ID(), st.State)
-	}
+// tempDirFor makes the scratch directory of container id's checkpoint to
+// location, once it knows CRIU is there. Everything temporary lives next
+// to the archive, so the final rename stays within one file system.
+func tempDirFor(id, location string) (string, error) {
 	if _, err := exec.LookPath("criu"); err != nil {
-		return fmt.Errorf("%w: checkpointing needs CRIU >= 4.1 (make deps installs it): %v", ErrFailedPrecondition, err)
+		return "", fmt.Errorf("%w: checkpointing needs CRIU >= 4.1 (make deps installs it): %v", ErrFailedPrecondition, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(location), 0o700); err != nil {
-		return fmt.Errorf("checkpoint container %s: %w", c.ID(), err)
+		return "", fmt.Errorf("checkpoint container %s: %w", id, err)
 	}
-	// Everything temporary lives next to the archive, so the final rename
-	// stays within one file system.
 	tmp, err := os.MkdirTemp(filepath.Dir(location), "."+filepath.Base(location)+".tmp-")
 	if err != nil {
-		return fmt.Errorf("checkpoint container %s: %w", c.ID(), err)
+		return "", fmt.Errorf("checkpoint container %s: %w", id, err)
 	}
+	return tmp, nil
+}
+
+// dumpInBackground checkpoints k, held, into location with the scratch
+// directory tmp, and waits for it until ctx ends: a CRIU that is still at
+// work then finishes in the background, still holding the container,
+// and its files are removed (killing it could leave the cgroup frozen).
+// It releases k and removes tmp once done.
+func (cp *Checkpointer) dumpInBackground(ctx context.Context, k container.Checkpointable, tmp, location string, release func(), timeout time.Duration) error {
+	id := k.ID()
 	done := make(chan error, 1)
 	gate := &commitGate{}
-	unlock = false
 	go func() {
-		err := m.checkpointLocked(ctx, c, tmp, location, gate)
+		err := cp.checkpointLocked(ctx, k, tmp, location, gate)
 		// Clean up before answering, so the caller never sees the temp dir.
 		if rerr := os.RemoveAll(tmp); rerr != nil {
-			m.log.Warn("remove checkpoint temp dir", "container", c.ID(), "dir", tmp, "err", rerr)
+			cp.log.Warn("remove checkpoint temp dir", "container", id, "dir", tmp, "err", rerr)
 		}
-		c.op.Unlock()
+		release()
 		done <- err
 	}()
 	select {
@@ -122,9 +161,9 @@ func (m *Manager) Checkpoint(ctx context.Context, id, location string, timeout t
 		if gate.abandon() {
 			return <-done // the archive is already in place: finish normally
 		}
-		m.log.Warn("checkpoint timed out; CRIU finishes in the background and its files are removed",
-			"container", c.ID(), "timeout", timeout.String())
-		return fmt.Errorf("checkpoint container %s: %w", c.ID(), ctx.Err())
+		cp.log.Warn("checkpoint timed out; CRIU finishes in the background and its files are removed",
+			"container", id, "timeout", timeout.String())
+		return fmt.Errorf("checkpoint container %s: %w", id, ctx.Err())
 	}
 }
 
@@ -161,42 +200,26 @@ func (g *commitGate) abandon() bool {
 }
 
 // checkpointLocked dumps the container into tmp and builds the archive at
-// location. The caller holds c.op and removes tmp.
-func (m *Manager) checkpointLocked(ctx context.Context, c *Container, tmp, location string, gate *commitGate) error {
+// location. The caller holds k and removes tmp.
+func (cp *Checkpointer) checkpointLocked(ctx context.Context, k container.Checkpointable, tmp, location string, gate *commitGate) error {
 	start := time.Now()
-	h, err := m.loadOf(c)
+	rec, dirs := k.Record(), k.Dirs()
+	lc, err := libcontainerOf(k)
 	if err != nil {
-		return fmt.Errorf("%w: container %s: load runtime state: %v", ErrFailedPrecondition, c.ID(), err)
+		return err
 	}
-	lc, ok := ocirt.LibcontainerOf(h)
-	if !ok {
-		return fmt.Errorf("%w: container %s: checkpoint is supported by the built-in runtime only, not by runtime handler %q", ErrFailedPrecondition, c.ID(), c.rec.RuntimeHandler)
-	}
-	spec, err := os.ReadFile(filepath.Join(m.ctrStateDir(c.ID()), "config.json"))
+	spec, err := os.ReadFile(filepath.Join(dirs.State, "config.json"))
 	if err != nil {
-		return fmt.Errorf("checkpoint container %s: read OCI spec: %w", c.ID(), err)
+		return fmt.Errorf("checkpoint container %s: read OCI spec: %w", rec.ID, err)
 	}
 	images, work := filepath.Join(tmp, "images"), filepath.Join(tmp, "work")
-	err = lc.Checkpoint(&libcontainer.CriuOpts{
-		ImagesDirectory:         images,
-		WorkDirectory:           work,
-		LeaveRunning:            true,
-		TcpEstablished:          true,
-		ExternalUnixConnections: true,
-		FileLocks:               true,
-	})
-	if err != nil {
-		return fmt.Errorf("checkpoint container %s: criu dump: %w%s", c.ID(), err, criuLogErrors(filepath.Join(work, checkpointDumpLog)))
+	if err := dump(lc, images, work); err != nil {
+		return fmt.Errorf("checkpoint container %s: criu dump: %w%s", rec.ID, err, criuLogErrors(filepath.Join(work, checkpointDumpLog)))
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	cfg, err := json.Marshal(checkpointMeta{
-		ID: c.ID(), Name: c.rec.Config.Name,
-		RootfsImage: c.rec.ImageName, RootfsImageRef: c.rec.ImageID, RootfsImageName: c.rec.ImageName,
-		OCIRuntime: checkpointRuntime, CreatedTime: c.rec.CreatedAt, CheckpointedAt: time.Now().UTC(),
-		Format: checkpointFormat, PodNamespace: c.rec.Config.Labels[podNamespaceLabel],
-	})
+	cfg, err := json.Marshal(metaOf(rec))
 	if err != nil {
 		return err
 	}
@@ -205,10 +228,60 @@ func (m *Manager) checkpointLocked(ctx context.Context, c *Container, tmp, locat
 		return err
 	}
 	defer f.Close()
-	err = writeCheckpointArchive(ctx, f, checkpointParts{
+	err = publishArchive(ctx, f, location, gate, checkpointParts{
 		Images: images, Work: work, Config: cfg, Spec: spec, Tmp: tmp,
-		Upper: filepath.Join(m.rootDir(c.ID()), "fs", "upper"), Lower: rootfsLowerDirs(m.rootfsPath(c.ID())),
+		Upper: dirs.Upper, Lower: rootfsLowerDirs(dirs.Rootfs),
 	})
+	if err != nil {
+		return fmt.Errorf("checkpoint container %s: write %s: %w", rec.ID, location, err)
+	}
+	cp.log.Info("container checkpointed", "pod", rec.PodID, "container", rec.ID, "location", location,
+		"took", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}
+
+// libcontainerOf is k in the built-in runtime, the one CRIU dumps through.
+func libcontainerOf(k container.Checkpointable) (*libcontainer.Container, error) {
+	rec := k.Record()
+	h, err := k.Runtime()
+	if err != nil {
+		return nil, fmt.Errorf("%w: container %s: load runtime state: %v", ErrFailedPrecondition, rec.ID, err)
+	}
+	lc, ok := ocirt.LibcontainerOf(h)
+	if !ok {
+		return nil, fmt.Errorf("%w: container %s: checkpoint is supported by the built-in runtime only, not by runtime handler %q", ErrFailedPrecondition, rec.ID, rec.RuntimeHandler)
+	}
+	return lc, nil
+}
+
+// dump has CRIU dump lc's processes into images (its log and statistics in
+// work); they keep running.
+func dump(lc *libcontainer.Container, images, work string) error {
+	return lc.Checkpoint(&libcontainer.CriuOpts{
+		ImagesDirectory:         images,
+		WorkDirectory:           work,
+		LeaveRunning:            true,
+		TcpEstablished:          true,
+		ExternalUnixConnections: true,
+		FileLocks:               true,
+	})
+}
+
+// metaOf is the config.dump of a checkpoint of rec, taken now.
+func metaOf(rec container.Record) checkpointMeta {
+	return checkpointMeta{
+		ID: rec.ID, Name: rec.Config.Name,
+		RootfsImage: rec.ImageName, RootfsImageRef: rec.ImageID, RootfsImageName: rec.ImageName,
+		OCIRuntime: checkpointRuntime, CreatedTime: rec.CreatedAt, CheckpointedAt: time.Now().UTC(),
+		Format: checkpointFormat, PodNamespace: rec.Config.Labels[podNamespaceLabel],
+	}
+}
+
+// publishArchive writes the archive of p to f, a new file next to
+// location, and, unless gate was abandoned meanwhile, renames it onto
+// location.
+func publishArchive(ctx context.Context, f *os.File, location string, gate *commitGate, p checkpointParts) error {
+	err := writeCheckpointArchive(ctx, f, p)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -218,12 +291,7 @@ func (m *Manager) checkpointLocked(ctx context.Context, c *Container, tmp, locat
 	if err == nil {
 		err = gate.commit(func() error { return os.Rename(f.Name(), location) })
 	}
-	if err != nil {
-		return fmt.Errorf("checkpoint container %s: write %s: %w", c.ID(), location, err)
-	}
-	m.log.Info("container checkpointed", "pod", c.rec.PodID, "container", c.ID(), "location", location,
-		"took", time.Since(start).Round(time.Millisecond).String())
-	return nil
+	return err
 }
 
 // criuLogErrors returns the error lines of CRIU's log, for the message.

@@ -1,4 +1,4 @@
-package container
+package checkpoint
 
 import (
 	"context"
@@ -19,10 +19,9 @@ import (
 // CAP_FOWNER, a setgid file of another group without CAP_CHOWN and
 // CAP_FSETID, a file capability (security.capability) without CAP_SETFCAP.
 // Nothing runs in the upper dir yet: it is walked by path, no link followed.
-func (c *creation) checkCheckpointRootfs(context.Context) error {
-	upper := filepath.Join(c.m.rootDir(c.rec.ID), "fs", "upper")
-	if err := checkRootfsAgainst(upper, c.spec.Process); err != nil {
-		return fmt.Errorf("%w: checkpoint %s: %s: %v", ErrFailedPrecondition, c.rec.Restore.Archive, checkpointRootfs, err)
+func (x *restoration) checkCheckpointRootfs(context.Context) error {
+	if err := checkRootfsAgainst(x.t.Dirs().Upper, x.t.Spec().Process); err != nil {
+		return fmt.Errorf("%w: checkpoint %s: %s: %v", ErrFailedPrecondition, x.rec.Archive, checkpointRootfs, err)
 	}
 	return nil
 }

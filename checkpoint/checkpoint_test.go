@@ -1,4 +1,4 @@
-package container
+package checkpoint
 
 import (
 	"archive/tar"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/container"
 )
 
 // readTar returns the entries of a tar stream: name -> content (regular
@@ -179,13 +181,18 @@ func TestCheckpointArchiveStopsWhenCancelled(t *testing.T) {
 }
 
 func TestCheckpointRejectsBadLocations(t *testing.T) {
-	m := &Manager{store: newStore()}
+	m, err := container.New(context.Background(), container.Options{Root: t.TempDir(), State: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cp := NewCheckpointer(context.Background(), m, nil)
 	for _, loc := range []string{"", "relative/path.tar"} {
-		if err := m.Checkpoint(context.Background(), "x", loc, time.Second); !errors.Is(err, ErrInvalid) {
+		if err := cp.Checkpoint(context.Background(), "x", loc, time.Second); !errors.Is(err, ErrInvalid) {
 			t.Errorf("location %q: got %v, want ErrInvalid", loc, err)
 		}
 	}
-	if err := m.Checkpoint(context.Background(), "nope", "/tmp/x.tar", time.Second); !errors.Is(err, ErrNotFound) {
+	if err := cp.Checkpoint(context.Background(), "nope", "/tmp/x.tar", time.Second); !errors.Is(err, container.ErrNotFound) {
 		t.Errorf("unknown container: got %v, want ErrNotFound", err)
 	}
 }

@@ -1,4 +1,4 @@
-package podckpt
+package podarchive
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package container
+package checkpoint
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 // before it drops to the tasks' credentials. See checkRegFile,
 // checkInetSocket, checkUnixSocket (restore_fileperms.go: what the spec's
 // process may open).
-func (c *creation) checkCheckpointFiles(context.Context) error {
-	return checkFilesAgainst(filepath.Join(c.m.ctrStateDir(c.rec.ID), checkpointImagesDir), c.spec)
+func (x *restoration) checkCheckpointFiles(context.Context) error {
+	return checkFilesAgainst(x.imagesDir(), x.t.Spec())
 }
 
 // legacyFileImages are CRIU's per-kind file images of before files.img,
