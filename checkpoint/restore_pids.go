@@ -22,11 +22,18 @@ import (
 // RestorePod reserves every container's pids before the first is restored
 // and starts forking. A container with a PID namespace of its own, or the
 // host's, needs nothing.
-func (x *restoration) reservePids(context.Context) error {
-	ns := joinedPidNS(x.t.Spec())
-	if ns == "" {
+func (x *restoration) reservePids(ctx context.Context) error {
+	path := joinedPidNS(x.t.Spec())
+	if path == "" {
 		return nil
 	}
+	// Opened once: what is checked is what is joined, whatever the pid in
+	// the path is by then.
+	ns, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("the PID namespace the container joins: %w", err)
+	}
+	defer func() { _ = ns.Close() }()
 	host, err := sameNamespace(ns, "/proc/self/ns/pid")
 	switch {
 	case err != nil:
@@ -44,16 +51,17 @@ func (x *restoration) reservePids(context.Context) error {
 	if limit, err := pidMax(); err == nil && top >= limit {
 		return fmt.Errorf("%w: checkpoint holds pid %d; this node's pid_max is %d", ErrInvalid, top, limit)
 	}
-	if err := pidns.ReserveUpTo(ns, top); err != nil {
+	if err := pidns.ReserveUpTo(ctx, ns, top); err != nil {
 		return fmt.Errorf("reserve the checkpoint's pids up to %d: %w", top, err)
 	}
 	return nil
 }
 
-// sameNamespace tells whether the namespace files a and b are one namespace.
-func sameNamespace(a, b string) (bool, error) {
+// sameNamespace tells whether the open namespace file a and the one at
+// path b are one namespace.
+func sameNamespace(a *os.File, b string) (bool, error) {
 	var sa, sb unix.Stat_t
-	if err := unix.Stat(a, &sa); err != nil {
+	if err := unix.Fstat(int(a.Fd()), &sa); err != nil {
 		return false, err
 	}
 	if err := unix.Stat(b, &sb); err != nil {

@@ -62,13 +62,18 @@ func TestJoinedPidNS(t *testing.T) {
 }
 
 func TestSameNamespace(t *testing.T) {
-	if same, err := sameNamespace("/proc/self/ns/pid", "/proc/1/ns/pid"); err != nil || !same {
+	self, err := os.Open("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer self.Close()
+	if same, err := sameNamespace(self, "/proc/1/ns/pid"); err != nil || !same {
 		t.Skipf("this test runs in a PID namespace of its own: %v %v", same, err)
 	}
-	if same, err := sameNamespace("/proc/self/ns/pid", "/proc/self/ns/mnt"); err != nil || same {
+	if same, err := sameNamespace(self, "/proc/self/ns/mnt"); err != nil || same {
 		t.Errorf("pid and mnt namespaces: same %v, %v", same, err)
 	}
-	if _, err := sameNamespace("/proc/self/ns/none", "/proc/self/ns/pid"); err == nil {
+	if _, err := sameNamespace(self, "/proc/self/ns/none"); err == nil {
 		t.Errorf("a missing namespace file: no error")
 	}
 }

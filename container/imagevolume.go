@@ -57,7 +57,25 @@ func validateImageMount(mt *Mount) error {
 			return fmt.Errorf("%w: image sub path %q must be relative and stay inside the image", ErrInvalid, p)
 		}
 	}
-	return nil
+	return checkMountOptions(*mt)
+}
+
+// imageVolumeFlags are the mount flags of every image volume, on the host
+// and in the container: its layers are an image's data, which may hold
+// setuid programs, file capabilities and device nodes that must not work
+// there (the container's own image is its rootfs, not a volume).
+const imageVolumeFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
+
+// imageVolumeOptions are the bind options of an image volume in the
+// container: nosuid, nodev, and those the request adds (noexec).
+func imageVolumeOptions(requested []string) []string {
+	out := []string{"nosuid", "nodev"}
+	for _, o := range requested {
+		if !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // acquireImageVolumes pins the image of each image mount and mounts its
@@ -129,18 +147,18 @@ func mountImageLayers(img image.Image, target string) error {
 	for i := len(layers) - 1; i >= 0; i-- {
 		lower = append(lower, layers[i])
 	}
-	if err := mounts.Overlay(target, lower, "", "", unix.MS_RDONLY); err != nil {
+	if err := mounts.Overlay(target, lower, "", "", imageVolumeFlags); err != nil {
 		return fmt.Errorf("image volume: %w", err)
 	}
 	return nil
 }
 
-// bindReadonly binds src at target, read-only.
+// bindReadonly binds src at target, read-only, nosuid, nodev.
 func bindReadonly(src, target string) error {
 	if err := unix.Mount(src, target, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind image layer: %w", err)
 	}
-	if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+	if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|imageVolumeFlags, ""); err != nil {
 		return errors.Join(fmt.Errorf("remount image layer read-only: %w", err), mounts.UnmountAll(target))
 	}
 	return nil
@@ -225,13 +243,15 @@ func unmountImageVolumes(dir string) error {
 }
 
 // withImageVolumes returns the CRI mounts with each image mount replaced by
-// a read-only bind of its resolved source, for the spec builder.
+// a read-only, nosuid, nodev bind of its resolved source (with the mount
+// options the request adds), for the spec builder.
 func withImageVolumes(cri []Mount, ims []ImageMount) []Mount {
 	out := make([]Mount, 0, len(cri))
 	n := 0
 	for _, mt := range cri {
 		if mt.Image != "" && n < len(ims) {
-			out = append(out, Mount{ContainerPath: mt.ContainerPath, HostPath: ims[n].Source, Readonly: true})
+			out = append(out, Mount{ContainerPath: mt.ContainerPath, HostPath: ims[n].Source, Readonly: true,
+				MountOptions: imageVolumeOptions(mt.MountOptions)})
 			n++
 			continue
 		}

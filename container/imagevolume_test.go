@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,6 +81,8 @@ func TestValidateImageMount(t *testing.T) {
 		{"absolute sub path", Mount{ContainerPath: "/v", Image: "i", Readonly: true, ImageSubPath: "/etc"}, "relative"},
 		{"escaping sub path", Mount{ContainerPath: "/v", Image: "i", Readonly: true, ImageSubPath: "a/../../x"}, "relative"},
 		{"shared", Mount{ContainerPath: "/v", Image: "i", Readonly: true, Propagation: PropagationBidirectional}, "private"},
+		{"noexec", Mount{ContainerPath: "/v", Image: "i", Readonly: true, MountOptions: []string{"noexec"}}, ""},
+		{"suid", Mount{ContainerPath: "/v", Image: "i", Readonly: true, MountOptions: []string{"suid"}}, "not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := validateImageMount(&tc.m)
@@ -100,21 +103,21 @@ func TestWithImageVolumesReplacesImageMountsInOrder(t *testing.T) {
 	cri := []Mount{
 		{ContainerPath: "/a", Image: "x", Readonly: true},
 		{ContainerPath: "/h", HostPath: "/host"},
-		{ContainerPath: "/b", Image: "y", Readonly: true, ImageSubPath: "etc"},
+		{ContainerPath: "/b", Image: "y", Readonly: true, ImageSubPath: "etc", MountOptions: []string{"nodev", "noexec"}},
 	}
 	ims := []ImageMount{{ContainerPath: "/a", Source: "/s/0"}, {ContainerPath: "/b", Source: "/s/1/etc"}}
 	got := withImageVolumes(cri, ims)
 	want := []Mount{
-		{ContainerPath: "/a", HostPath: "/s/0", Readonly: true},
+		{ContainerPath: "/a", HostPath: "/s/0", Readonly: true, MountOptions: []string{"nosuid", "nodev"}},
 		{ContainerPath: "/h", HostPath: "/host"},
-		{ContainerPath: "/b", HostPath: "/s/1/etc", Readonly: true},
+		{ContainerPath: "/b", HostPath: "/s/1/etc", Readonly: true, MountOptions: []string{"nosuid", "nodev", "noexec"}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v", got)
 	}
 	for i := range want {
 		if got[i].ContainerPath != want[i].ContainerPath || got[i].HostPath != want[i].HostPath ||
-			got[i].Readonly != want[i].Readonly || got[i].Image != "" {
+			got[i].Readonly != want[i].Readonly || got[i].Image != "" || !slices.Equal(got[i].MountOptions, want[i].MountOptions) {
 			t.Fatalf("mount %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}

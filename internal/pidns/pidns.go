@@ -7,9 +7,20 @@
 // forks its next processes at the cursor and can take a pid the next
 // container's restore needs ("Can't fork for N: File exists"). Moving the
 // cursor above them first makes new processes take higher pids.
+//
+// ns_last_pid is that of the writer's own PID namespace, so the writer must
+// be a process of the pod's namespace, where the pod's containers see it
+// (and, as root, may signal it; with CAP_SYS_PTRACE, trace it and open its
+// /proc/<pid>/root). It is locked in before it exists: the daemon runs this
+// binary (`reserve-pids TOP`, outside the pod), which shuts one thread of
+// its own in (lockin.go: an empty root, empty namespaces, nobody with
+// CAP_CHECKPOINT_RESTORE alone) and forks the writer from that thread into
+// the pod's namespace (writer.go).
 package pidns
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +28,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,64 +39,83 @@ const Arg = "reserve-pids"
 
 const lastPidFile = "/proc/sys/kernel/ns_last_pid"
 
-// ReserveUpTo moves the allocation cursor of the PID namespace at nsPath
-// (a /proc/PID/ns/pid) to at least top, so that the namespace's next
-// processes get pids above top. ns_last_pid is that of the writer's own
-// PID namespace: a child of a thread that joined the namespace (setns) is
-// made to write it. The cursor never moves back.
-func ReserveUpTo(nsPath string, top uint32) error {
-	ns, err := os.Open(nsPath)
-	if err != nil {
-		return fmt.Errorf("open pid namespace: %w", err)
+// nsFD is the PID namespace's descriptor in the re-executed binary.
+const nsFD = 3
+
+// Timeout bounds a reservation: the writer is a few system calls, but a
+// process of the pod can stop it (SIGSTOP) for ever.
+const Timeout = 10 * time.Second
+
+// maxOutput is what is kept of the re-executed binary's output.
+const maxOutput = 4 << 10
+
+// ReserveUpTo moves the allocation cursor of the PID namespace ns (an open
+// /proc/PID/ns/pid) to at least top, so that the namespace's next
+// processes get pids above top. The cursor never moves back. It gives up
+// after Timeout or when ctx ends.
+func ReserveUpTo(ctx context.Context, ns *os.File, top uint32) error {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	out := &cappedBuffer{max: maxOutput}
+	cmd := exec.CommandContext(ctx, "/proc/self/exe", Arg, strconv.FormatUint(uint64(top), 10))
+	cmd.ExtraFiles = []*os.File{ns} // nsFD
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("set ns_last_pid to %d: gave up: %w", top, ctx.Err())
 	}
-	defer func() { _ = ns.Close() }()
-	done := make(chan error, 1)
-	go func() {
-		// The thread is left locked: it ends with the goroutine, so its
-		// pid_for_children never serves another goroutine. Go starts new
-		// threads from a template thread, not from this one.
-		runtime.LockOSThread()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWPID); err != nil {
-			done <- fmt.Errorf("join pid namespace: %w", err)
-			return
-		}
-		out, err := exec.Command("/proc/self/exe", Arg, strconv.FormatUint(uint64(top), 10)).CombinedOutput()
-		if err != nil {
-			err = fmt.Errorf("set ns_last_pid to %d: %w: %s", top, err, strings.TrimSpace(string(out)))
-		}
-		done <- err
-	}()
-	return <-done
+	return fmt.Errorf("set ns_last_pid to %d: %w: %s", top, err, strings.TrimSpace(out.String()))
 }
 
-// Main is the re-executed binary's `reserve-pids TOP`, run in the target
-// namespace: it raises ns_last_pid to TOP.
+// Main is the re-executed binary's `reserve-pids TOP`, with the PID
+// namespace on fd 3: it has the locked-in writer raise ns_last_pid to TOP.
 func Main(args []string) int {
-	if err := raise(args); err != nil {
+	if err := reserve(args); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return 0
 }
 
-func raise(args []string) error {
+func reserve(args []string) error {
 	if len(args) != 1 {
-		return errors.New("usage: reserve-pids TOP")
+		return errors.New("usage: reserve-pids TOP (the PID namespace on fd 3)")
 	}
 	top, err := strconv.ParseUint(args[0], 10, 31)
-	if err != nil {
-		return fmt.Errorf("bad pid %q: %w", args[0], err)
+	if err != nil || top == 0 {
+		return fmt.Errorf("bad pid %q", args[0])
 	}
-	data, err := os.ReadFile(lastPidFile)
+	// Opened before the lock-in hides /proc; what it reads and writes is
+	// the writer's namespace's cursor, whoever opened it.
+	last, err := unix.Open(lastPidFile, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return fmt.Errorf("open %s: %w", lastPidFile, err)
+	}
+	// This thread is shut in and forks the writer; it is never unlocked
+	// (the process exits after), so nothing else runs on it.
+	runtime.LockOSThread()
+	if err := lockIn(nsFD); err != nil {
 		return err
 	}
-	cur, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 31)
-	if err != nil {
-		return fmt.Errorf("%s: %w", lastPidFile, err)
-	}
-	if cur >= top {
-		return nil
-	}
-	return os.WriteFile(lastPidFile, []byte(strconv.FormatUint(top, 10)), 0)
+	return runWriter(last, uint32(top), Timeout/2)
 }
+
+// cappedBuffer keeps the first max bytes written to it and drops the rest,
+// without failing the writer.
+type cappedBuffer struct {
+	max int
+	buf bytes.Buffer
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) String() string { return b.buf.String() }
