@@ -73,6 +73,21 @@ func (a *answer) setJSON(key string, v any) error {
 	return nil
 }
 
+// setPID names the process the helper started, by its pid and start time:
+// the monitor takes only that process (a pid alone may be reused by then)
+// as the child it waits for and signals. The helper is a child subreaper,
+// so the process is its child or descendant until it exits: the start time
+// is there to read even when the process died already.
+func (a *answer) setPID(pid int) error {
+	st, err := proc.StartTime(pid)
+	if err != nil {
+		return fmt.Errorf("the process started (pid %d): %w", pid, err)
+	}
+	a.set("pid", strconv.Itoa(pid))
+	a.set("start_time", strconv.FormatUint(st, 10))
+	return nil
+}
+
 // fd passes f to the monitor under name (out, err, in, log, dir, oomino,
 // oomevt, oomdir, oompar).
 func (a *answer) fd(name string, f *os.File) {
@@ -103,6 +118,11 @@ func HelperMain(args []string) int {
 		return 2
 	}
 	unix.CloseOnExec(helperFD) // the processes it starts must not hold the monitor's socket
+	// What it starts (a runtime binary's init, re-parented when the binary
+	// exits) stays its descendant, unreaped, until it exits: see setPID.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		log.Warn("cannot become a child subreaper", "err", err)
+	}
 	buf := make([]byte, 256<<10)
 	n, _, _, _, err := unix.Recvmsg(helperFD, buf, nil, 0)
 	if err != nil {
@@ -201,5 +221,6 @@ func podStart(dir string, a *answer, log *slog.Logger) (err error) {
 		return err
 	}
 	a.set("pid", strconv.Itoa(ref.PID))
+	a.set("start_time", strconv.FormatUint(ref.StartTime, 10))
 	return a.setJSON("ref", ref)
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -80,7 +79,9 @@ func createThrough(req Request, rt ocirt.Runtime, a *answer, log *slog.Logger) e
 	if cgdriver.IsSystemd(spec.Linux.CgroupsPath) {
 		watchOOM(c, a, log)
 	}
-	a.set("pid", strconv.Itoa(c.PID()))
+	if err := a.setPID(c.PID()); err != nil {
+		return err
+	}
 	if cr.Runtime != nil {
 		a.set("runtime", cr.Runtime.Path)
 	}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "helper.h"
+#include "proc.h"
 
 #define MAX_MSG (64 * 1024)
 
@@ -52,6 +53,8 @@ int helper_spawn(struct buf *msg, struct conn *c, const char *id, helper_done fn
 		return 0;
 	}
 	h->pid = pid;
+	struct pinfo pi;
+	h->start = proc_info(pid, &pi) == 0 ? pi.start : 0; /* our child, not reaped: always there */
 	h->sock = sv[0];
 	h->conn = c;
 	h->fn = fn;
@@ -95,6 +98,15 @@ static void parse_fds(struct reply *r, char *v)
 		snprintf(r->fdnames[i], sizeof r->fdnames[i], "%s", t);
 }
 
+/* parse_num: a whole decimal number, else -1. */
+static long long parse_num(const char *v)
+{
+	char *end;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	return errno || end == v || *end || x < 0 ? -1 : x;
+}
+
 static void parse_reply(struct reply *r, char *msg)
 {
 	for (char *line = msg; line && *line;) {
@@ -106,8 +118,11 @@ static void parse_reply(struct reply *r, char *msg)
 			*v++ = 0;
 			if (!strcmp(line, "error"))
 				r->error = v;
-			else if (!strcmp(line, "pid"))
-				r->pid = strtoll(v, NULL, 10);
+			else if (!strcmp(line, "pid")) {
+				r->has_pid = 1;
+				r->pid = parse_num(v);
+			} else if (!strcmp(line, "start_time"))
+				r->start_time = parse_num(v) > 0 ? (unsigned long long)parse_num(v) : 0;
 			else if (!strcmp(line, "ctx"))
 				r->ctx = v;
 			else if (!strcmp(line, "runtime"))

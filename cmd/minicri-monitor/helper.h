@@ -11,7 +11,9 @@
 /* A helper's answer: "key value" lines, and descriptors named by "fds". */
 struct reply {
 	char *error, *ctx, *runtime, *state, *ref, *pod, *resp;
-	long long pid;
+	int has_pid;                   /* a "pid" line: the process it started (start_time: which one) */
+	long long pid;                 /* -1 when the line is not a number */
+	unsigned long long start_time; /* 0 when absent or not a number */
 	int oom, tty, stdin_once, started, has_oombase;
 	unsigned long long oombase;
 	int nfds;
@@ -25,7 +27,8 @@ typedef void (*helper_done)(struct helper *, struct reply *);
 struct helper {
 	struct helper *next;
 	pid_t pid;
-	int sock; /* -1 once answered */
+	unsigned long long start; /* its start time (/proc): what it starts is started later */
+	int sock;                 /* -1 once answered */
 	struct conn *conn; /* the client waiting, or NULL */
 	char id[ID_MAX + 1];
 	helper_done fn;

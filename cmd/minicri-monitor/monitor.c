@@ -43,6 +43,7 @@
 
 #include "helper.h"
 #include "monitor.h"
+#include "proc.h"
 
 #define READY_FD 3
 #define DIR_FD 4
@@ -329,23 +330,89 @@ static void exit_helper_reply(struct helper *h, struct reply *r)
 	maybe_finalize(k);
 }
 
-/* Children that exited before a helper named them: the pause or an init
- * that died at once. Kept so that no exit status is lost. */
+/*
+ * Children that exited before a helper named them: the pause or an init
+ * that died at once. Kept so that no exit status is lost, under the pid and
+ * the start time of the process reaped: a pid alone is reused (in a host-PID
+ * pod the monitor also reaps the containers' orphans, and a new init may get
+ * an orphan's pid). Only a process created after a helper that has not
+ * answered yet can be what that helper names, so nothing else is kept, and
+ * an entry goes when no such helper is left (early_sweep).
+ */
 #define EARLY 64
 static struct {
 	pid_t pid;
+	unsigned long long start;
 	int status;
 } early[EARLY];
 static int early_next;
 
-static int take_early(pid_t pid, int *status)
+/* claimable: a helper still to answer started no later than a process
+ * started at start, so the process may be one it started. */
+static int claimable(unsigned long long start)
+{
+	for (struct helper *h = helpers; h; h = h->next)
+		if (h->sock >= 0 && h->start <= start)
+			return 1;
+	return 0;
+}
+
+static void keep_early(pid_t pid, unsigned long long start, int status)
+{
+	if (!start || !claimable(start))
+		return; /* an orphan (host-PID pods): no helper can name it */
+	early[early_next].pid = pid;
+	early[early_next].start = start;
+	early[early_next].status = status;
+	early_next = (early_next + 1) % EARLY;
+}
+
+static void early_sweep(void)
 {
 	for (int i = 0; i < EARLY; i++)
-		if (early[i].pid == pid) {
+		if (early[i].pid && !claimable(early[i].start))
+			early[i].pid = 0;
+}
+
+/* take_early: the status of the process pid that started at start, if it
+ * was reaped before its helper named it. */
+static int take_early(pid_t pid, unsigned long long start, int *status)
+{
+	for (int i = 0; i < EARLY; i++)
+		if (early[i].pid == pid && early[i].start == start) {
 			early[i].pid = 0;
 			*status = early[i].status;
 			return 1;
 		}
+	return 0;
+}
+
+/*
+ * named_child checks the process a helper named (a new container's init,
+ * the pause, a restored process) before the monitor takes it as its own,
+ * to wait for and to signal: a pid above 1 that fits pid_t, with the start
+ * time the helper read, created no earlier than the helper, and either
+ * reaped here already (its status in *status: 1) or a process, or a zombie,
+ * descending from this monitor (0). -1: refused, why in err.
+ */
+static int named_child(struct helper *h, struct reply *r, int *status, char *err, size_t n)
+{
+	struct pinfo pi;
+	if (!pid_ok(r->pid)) {
+		snprintf(err, n, "the monitor helper named pid %lld: not a process it can have started", r->pid);
+		return -1;
+	}
+	pid_t pid = (pid_t)r->pid;
+	if (!r->start_time || r->start_time < h->start) {
+		snprintf(err, n, "the monitor helper named pid %d without a start time after its own", (int)pid);
+		return -1;
+	}
+	if (take_early(pid, r->start_time, status))
+		return 1; /* it exited while the helper was still running */
+	if (proc_info(pid, &pi) != 0 || !pi.leader || pi.start != r->start_time || !proc_descends(pid, getpid())) {
+		snprintf(err, n, "the monitor helper named pid %d: not a process of this monitor", (int)pid);
+		return -1;
+	}
 	return 0;
 }
 
@@ -363,9 +430,14 @@ static void reap(void)
 	while (read(sig_fd, &si, sizeof si) == sizeof si)
 		;
 	for (;;) {
+		siginfo_t w = {0};
+		if (waitid(P_ALL, 0, &w, WEXITED | WNOHANG | WNOWAIT) != 0 || w.si_pid <= 0)
+			return;
+		pid_t pid = w.si_pid;
+		struct pinfo pi = {0};
+		proc_info(pid, &pi); /* the zombie's start time: which process it was */
 		int status;
-		pid_t pid = waitpid(-1, &status, WNOHANG);
-		if (pid <= 0)
+		if (waitpid(pid, &status, WNOHANG) != pid)
 			return;
 		if (helper_reaped(pid, status))
 			continue;
@@ -382,17 +454,26 @@ static void reap(void)
 			continue;
 		}
 		/* An orphan (host-PID pods) or a child not named yet. */
-		early[early_next].pid = pid;
-		early[early_next].status = status;
-		early_next = (early_next + 1) % EARLY;
+		keep_early(pid, pi.start, status);
 	}
 }
 
 /* ---- requests served here --------------------------------------------------------- */
 
+/* signal_child is kill(2) for a child named_child took: never a pid of 1 or
+ * less (-1 is every process, 0 the monitor's own group). */
+static int signal_child(pid_t pid, int sig)
+{
+	if (!pid_ok(pid)) {
+		errno = ESRCH;
+		return -1;
+	}
+	return kill(pid, sig);
+}
+
 static void sigkill(struct ctr *k)
 {
-	if (!k->reaped && k->pid > 0 && kill(k->pid, SIGKILL) != 0 && errno != ESRCH)
+	if (!k->reaped && signal_child(k->pid, SIGKILL) != 0 && errno != ESRCH)
 		mlog("WARN", "container %s: kill: %s", k->id, strerror(errno));
 }
 
@@ -480,7 +561,7 @@ static void kill_request(struct conn *c, struct ctr *k, long long sig, long long
 	}
 	c->state = C_WAIT;
 	if (sig > 0 && sig < 65 && sig != SIGKILL && timeout_ns > 0) {
-		if (!k->reaped && kill(k->pid, (int)sig) != 0 && errno != ESRCH) {
+		if (!k->reaped && signal_child(k->pid, (int)sig) != 0 && errno != ESRCH) {
 			conn_reply_error(c, "signal container: %s", strerror(errno));
 			return;
 		}
@@ -500,7 +581,7 @@ static void stop_request(struct conn *c)
 {
 	for (struct ctr *k = ctrs; k; k = k->next)
 		sigkill(k);
-	if (pause_st.pid > 0 && !pause_st.exited && kill(pause_st.pid, SIGKILL) != 0 && errno != ESRCH)
+	if (pause_st.pid > 0 && !pause_st.exited && signal_child(pause_st.pid, SIGKILL) != 0 && errno != ESRCH)
 		mlog("WARN", "kill pause: %s", strerror(errno));
 	c->state = C_WAIT;
 	c->wait = W_STOP;
@@ -748,8 +829,9 @@ static int take_fd(struct reply *r, const char *name)
 }
 
 /* adopt registers the process a helper created (create, or any operation
- * of the helper's that answers with a pid) and the descriptors it passed. */
-static struct ctr *adopt(const char *id, struct reply *r)
+ * of the helper's that answers with a pid), checked by named_child (reaped:
+ * its status), and the descriptors it passed. */
+static struct ctr *adopt(const char *id, struct reply *r, const int *reaped)
 {
 	struct ctr *old = find_ctr(id);
 	if (old)
@@ -786,20 +868,27 @@ static struct ctr *adopt(const char *id, struct reply *r)
 	ctrs = k;
 	if (k->oom_ino >= 0)
 		oom_check(k);
-	int status;
-	if (take_early(k->pid, &status))
-		ctr_reaped(k, status); /* it exited while the helper was still running */
+	if (reaped)
+		ctr_reaped(k, *reaped); /* it exited while the helper was still running */
 	return k;
 }
 
 static void create_helper_reply(struct helper *h, struct reply *r)
 {
 	struct ctr *k = NULL;
-	if (!r->error && r->pid > 0 && h->id[0])
-		k = adopt(h->id, r);
+	char why[256] = "";
+	if (!r->error && r->has_pid && h->id[0]) {
+		int status, v = named_child(h, r, &status, why, sizeof why);
+		if (v < 0)
+			mlog("ERROR", "container %s: %s", h->id, why);
+		else
+			k = adopt(h->id, r, v ? &status : NULL);
+	}
 	if (!h->conn)
 		return;
-	if (r->error) {
+	if (why[0]) {
+		conn_reply_error(h->conn, "container %s: %s", h->id, why);
+	} else if (r->error) {
 		conn_reply_error(h->conn, "%s", r->error);
 	} else if (k) {
 		reply_ctr(h->conn, k);
@@ -839,20 +928,25 @@ static void simple_helper_reply(struct helper *h, struct reply *r)
 
 static void pod_start_reply(struct helper *h, struct reply *r)
 {
-	(void)h;
 	struct buf b = {0};
+	char why[256] = "";
 	if (r->pod)
 		snprintf(pod_id, 160, "%s", r->pod);
-	if (r->pid > 0) {
-		pause_st.pid = (pid_t)r->pid;
-		pause_st.ref = r->ref ? strdup(r->ref) : NULL;
-		int status;
-		if (take_early(pause_st.pid, &status))
+	if (!r->error && !r->has_pid)
+		snprintf(why, sizeof why, "the monitor helper named no pause");
+	if (!r->error && r->has_pid) {
+		int status, v = named_child(h, r, &status, why, sizeof why);
+		if (v >= 0) {
+			pause_st.pid = (pid_t)r->pid;
+			pause_st.ref = r->ref ? strdup(r->ref) : NULL;
+		}
+		if (v == 1)
 			pause_reaped(status);
 	}
-	if (r->error || r->pid <= 0) {
+	const char *fail = r->error ? r->error : why[0] ? why : NULL;
+	if (fail) {
 		buf_add(&b, "{\"error\":", 9);
-		buf_str(&b, r->error ? r->error : "the monitor helper named no pause");
+		buf_str(&b, fail);
 		buf_addf(&b, ",\"state\":%s}\n", r->state ? r->state : "{}");
 	} else {
 		buf_addf(&b, "{\"state\":%s}\n", r->state ? r->state : "{}");
@@ -863,8 +957,8 @@ static void pod_start_reply(struct helper *h, struct reply *r)
 	close(ready_fd);
 	ready_fd = -1;
 	buf_free(&b);
-	if (r->error || r->pid <= 0) {
-		mlog("ERROR", "monitor start failed: %s", r->error ? r->error : "no pause");
+	if (fail) {
+		mlog("ERROR", "monitor start failed: %s", fail);
 		unlinkat(DIR_FD, "monitor.sock", 0);
 		exit(1);
 	}
@@ -1025,6 +1119,7 @@ static void timers(void)
 	}
 	for (struct ctr *k = ctrs; k; k = k->next)
 		maybe_finalize(k);
+	early_sweep();
 }
 
 static void sweep(void)
