@@ -14,6 +14,7 @@ import (
 const (
 	exitRead  = 200 // ns_last_pid could not be read
 	exitParse = 201 // ns_last_pid is not a number
+	exitSetup = 202 // parent death signal or closing descriptors failed
 )
 
 // writerArgs is all the writer uses, prepared before the fork.
@@ -64,12 +65,19 @@ func forkWriter(w *writerArgs) (uintptr, unix.Errno) {
 	if e != 0 || pid != 0 {
 		return pid, e
 	}
-	unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0)
-	if w.last > 0 {
-		unix.RawSyscall(unix.SYS_CLOSE_RANGE, 0, w.last-1, 0)
+	if _, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0); e != 0 {
+		writerExit(exitSetup)
 	}
-	unix.RawSyscall(unix.SYS_CLOSE_RANGE, w.last+1, ^uintptr(0), 0)
-	n, _, e := unix.RawSyscall6(unix.SYS_PREAD64, w.last, uintptr(unsafe.Pointer(&w.buf[0])), uintptr(len(w.buf)), 0, 0, 0)
+	if w.last > 0 {
+		if _, _, e := unix.RawSyscall(unix.SYS_CLOSE_RANGE, 0, w.last-1, 0); e != 0 {
+			writerExit(exitSetup)
+		}
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_CLOSE_RANGE, w.last+1, ^uintptr(0), 0); e != 0 {
+		writerExit(exitSetup)
+	}
+	// The buffers are w's arrays, which the copy has as the parent had them.
+	n, _, e := unix.RawSyscall6(unix.SYS_PREAD64, w.last, uintptr(unsafe.Pointer(&w.buf[0])), uintptr(len(w.buf)), 0, 0, 0) //nolint:gosec // see above
 	if e != 0 {
 		writerExit(exitRead)
 	}
@@ -85,7 +93,7 @@ func forkWriter(w *writerArgs) (uintptr, unix.Errno) {
 		cur = cur*10 + uint64(c-'0')
 	}
 	if cur < w.top {
-		if _, _, e := unix.RawSyscall6(unix.SYS_PWRITE64, w.last, uintptr(unsafe.Pointer(&w.text[0])), w.textLen, 0, 0, 0); e != 0 {
+		if _, _, e := unix.RawSyscall6(unix.SYS_PWRITE64, w.last, uintptr(unsafe.Pointer(&w.text[0])), w.textLen, 0, 0, 0); e != 0 { //nolint:gosec // see above
 			writerExit(uintptr(e))
 		}
 	}
@@ -97,7 +105,7 @@ func forkWriter(w *writerArgs) (uintptr, unix.Errno) {
 //go:nosplit
 func writerExit(code uintptr) {
 	for {
-		unix.RawSyscall(unix.SYS_EXIT_GROUP, code, 0, 0)
+		_, _, _ = unix.RawSyscall(unix.SYS_EXIT_GROUP, code, 0, 0)
 	}
 }
 
@@ -138,6 +146,8 @@ func waitWriter(pid int, timeout time.Duration) error {
 		return fmt.Errorf("read %s in the pod's PID namespace", lastPidFile)
 	case code == exitParse:
 		return fmt.Errorf("%s in the pod's PID namespace is not a number", lastPidFile)
+	case code == exitSetup:
+		return errors.New("the writer could not set its parent death signal or close its descriptors (Linux >= 5.9)")
 	default:
 		return fmt.Errorf("write %s in the pod's PID namespace: %w", lastPidFile, unix.Errno(code)) //nolint:gosec // an errno
 	}
