@@ -95,10 +95,12 @@ vet: | deps
 	@hack/deps.sh check vet
 	$(GO) vet -tags '$(GOTAGS)' ./...
 
-# golangci-lint (pinned in hack/deps.sh, built from the Go module proxy).
+# golangci-lint (pinned in hack/deps.sh, built from the Go module proxy), then the C
+# monitor's layout: no file over 500 lines, no circle of calls between files.
 lint: | deps
 	@hack/deps.sh check lint
 	$(OUT)/tools/golangci-lint run ./...
+	hack/ccalls.sh --self-test cmd/minicri-monitor
 
 # Every package except ./test/integration (the integration phase runs it):
 # the test tools' own tests (cribench, the registry fixture, compare) too.

@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "monitor.h"
+#include "attach.h"
+#include "reply.h"
 
 static void parse_frames(struct conn *c);
 
@@ -180,4 +181,11 @@ void attach_stdin_writable(struct ctr *k)
 		if (!c->pending.len)
 			parse_frames(c);
 	}
+}
+
+void attach_end_all(void)
+{
+	for (struct conn *a = conns; a; a = a->next)
+		if (a->state == C_ATTACH)
+			a->dead = 1;
 }

@@ -19,6 +19,7 @@
 #define MAX_MSG (64 * 1024)
 
 struct helper *helpers;
+const char *helper_exe, *mon_dir;
 
 int helper_spawn(struct buf *msg, struct conn *c, const char *id, helper_done fn)
 {
@@ -89,6 +90,17 @@ int helper_reaped(pid_t pid, int status)
 		return 1;
 	}
 	return 0;
+}
+
+int take_fd(struct reply *r, const char *name)
+{
+	for (int i = 0; i < r->nfds; i++)
+		if (r->fds[i] >= 0 && strcmp(r->fdnames[i], name) == 0) {
+			int fd = r->fds[i];
+			r->fds[i] = -1;
+			return fd;
+		}
+	return -1;
 }
 
 static void parse_fds(struct reply *r, char *v)

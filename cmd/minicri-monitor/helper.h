@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-#include "monitor.h"
+#include "state.h"
 
 #define MAX_FDS 16
 
@@ -36,11 +36,13 @@ struct helper {
 };
 
 extern struct helper *helpers;
-extern const char *helper_exe, *mon_dir;
+extern const char *helper_exe, *mon_dir; /* HELPER and DIR of the command line */
 
 int helper_spawn(struct buf *msg, struct conn *c, const char *id, helper_done fn);
 int helper_reaped(pid_t pid, int status);
 void helper_readable(struct helper *h);
 void helper_sweep(void); /* frees helpers that answered and were reaped */
+/* take_fd: the descriptor r names name, now the caller's; -1 when none. */
+int take_fd(struct reply *r, const char *name);
 
 #endif

@@ -13,7 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "monitor.h"
+#include "attach.h"
+#include "output.h"
 
 static void log_entry(struct ctr *k, struct stream *s, int partial, const char *p, size_t n)
 {

@@ -1,8 +1,9 @@
-/* minicri-monitor: growable buffers, time format, log lines, a bounded JSON scanner. */
+/* minicri-monitor: growable buffers, clocks and time format, log lines, a bounded JSON scanner. */
 #define _GNU_SOURCE
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -111,6 +112,38 @@ void fmt_time(char out[48], const struct timespec *ts)
 	}
 	out[n++] = 'Z';
 	out[n] = 0;
+}
+
+struct timespec mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+long long ms_until(struct timespec t)
+{
+	struct timespec n = mono();
+	return (long long)(t.tv_sec - n.tv_sec) * 1000 + (t.tv_nsec - n.tv_nsec) / 1000000;
+}
+
+struct timespec after_ms(long long ms)
+{
+	struct timespec t = mono();
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+void set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
 void mlog(const char *level, const char *fmt, ...)

@@ -1,4 +1,4 @@
-/* minicri-monitor: small helpers shared by its files (see monitor.c). */
+/* minicri-monitor: small helpers shared by its files (util.c). */
 #ifndef MINICRI_MONITOR_UTIL_H
 #define MINICRI_MONITOR_UTIL_H
 
@@ -18,6 +18,13 @@ void buf_free(struct buf *b);
 
 /* RFC 3339 with nanoseconds, UTC, trailing zeros dropped: Go's RFC3339Nano. */
 void fmt_time(char out[48], const struct timespec *ts);
+
+/* CLOCK_MONOTONIC now, ms from now to t (negative once past), now + ms. */
+struct timespec mono(void);
+long long ms_until(struct timespec t);
+struct timespec after_ms(long long ms);
+
+void set_nonblock(int fd);
 
 void mlog(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern char pod_id[];

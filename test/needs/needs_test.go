@@ -26,6 +26,7 @@ var phasesOf = []struct {
 	{"hack/bench", []string{"bench"}},
 	{"hack/containerd.sh", []string{"bench", "bench-scale"}},
 	{"hack/monitor-mem.sh", []string{"bench"}},
+	{"hack/ccalls.sh", []string{"lint"}},
 	{"hack/", []string{"critest", "e2e", "cluster", "conformance-ci", "bench"}}, // instance.sh, lib.sh
 	{"test/critest/", []string{"critest"}},
 	{"test/e2e/", []string{"e2e", "e2e-evented"}},

@@ -1,12 +1,14 @@
-/* minicri-monitor: state shared by its files (see monitor.c). */
-#ifndef MINICRI_MONITOR_H
-#define MINICRI_MONITOR_H
+/* minicri-monitor: the records its files share (state.c): containers, the
+ * pause, client connections. */
+#ifndef MINICRI_MONITOR_STATE_H
+#define MINICRI_MONITOR_STATE_H
 
 #include <sys/types.h>
 #include <time.h>
 
 #include "util.h"
 
+#define DIR_FD 4 /* the monitor's directory (monitor.sock, monitor.log) */
 #define ID_MAX 128
 #define MAX_LINE (16 * 1024) /* crilog.MaxLineSize */
 #define MAX_FRAME (64 * 1024)
@@ -73,27 +75,14 @@ struct conn {
 	struct buf pending; /* stdin data the container has not taken yet */
 };
 
-extern struct conn *conns;
 extern struct ctr *ctrs;
-void conn_reply(struct conn *c, struct buf *b);
-void conn_reply_error(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void attach_start(struct conn *c, const char *line, size_t n);
-void attach_readable(struct conn *c);
-void attach_stdin_writable(struct ctr *k);
-int attach_wants_stdin_out(struct ctr *k);
+extern struct conn *conns;
 extern struct pause_state pause_st;
 
-/* container output and logs (output.c) */
-void stream_read(struct ctr *k, struct stream *s);
-void stream_eof(struct ctr *k, struct stream *s);
-void log_flush_partial(struct ctr *k, struct stream *s);
-
-/* attach (attach.c): fan out output to sessions */
-void attach_broadcast(struct ctr *k, int kind, const char *p, size_t n);
-void attach_container_final(struct ctr *k);
-void attach_container_gone(struct ctr *k);
-
-void ctr_info(struct buf *b, struct ctr *k);
-struct ctr *find_ctr(const char *id);
+struct ctr *find_ctr(const char *id); /* NULL when unknown or deleted */
+struct conn *conn_new(int fd);        /* NULL when out of memory */
+void conn_start_end(struct conn *c);  /* closes and forgets the W_START fifo */
+void sweep_ctrs(void);                /* frees the containers marked gone */
+void sweep_conns(void);               /* frees the connections done with */
 
 #endif
