@@ -15,6 +15,7 @@ func (s *soak) tolerated(p *pod, start time.Time, name string, err error, kinds 
 		kinds = []string{"daemon-kill", "enospc"}
 	}
 	if s.flt.during(start, time.Now(), kinds...) || (p != nil && p.faulted.Load()) {
+		s.rpc.tolerate(name, err)
 		return true
 	}
 	s.find.add("error", "%s%s: %v", name, who(p), err)

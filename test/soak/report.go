@@ -33,10 +33,15 @@ func (s *soak) report(sl slope) bool {
 	for _, r := range s.rpc.rows() {
 		fmt.Fprintf(w, "  %s\t%d\t%d\t%v\t%v\t%v\t%v\n", r.name, r.n, r.errs, ms(r.p50), ms(r.p99), ms(r.max), deadlineOf(r.name))
 	}
-	fmt.Fprintf(w, "daemon slope\tover %v (%d samples) of one daemon process, after warm-up\n", sl.span.Round(time.Second), sl.n)
+	fmt.Fprintf(w, "daemon slope\twithin each of %d daemon processes, %d samples over %v, after %v of warm-up each\n",
+		sl.procs, sl.n, sl.span.Round(time.Second), s.cfg.warm)
 	fmt.Fprintf(w, "  fds\t%+.2f/min\t(last %.0f)\n", sl.fds, sl.last.fds)
 	fmt.Fprintf(w, "  goroutines\t%+.2f/min\t(last %.0f)\n", sl.goroutines, sl.last.goroutines)
 	fmt.Fprintf(w, "  RSS\t%+.2f MiB/min\t(last %.1f MiB)\n", sl.rssMiB, sl.last.rss/(1<<20))
+	fmt.Fprintln(w, "errors a fault explains\tcount")
+	for _, r := range s.rpc.toleratedRows() {
+		fmt.Fprintf(w, "  %s\t%d\n", r.key, r.n)
+	}
 	fmt.Fprintln(w, "findings\tcount")
 	ok := true
 	for _, k := range findingKinds {

@@ -74,19 +74,21 @@ func scrape(url string) (map[string]float64, error) {
 	return out, sc.Err()
 }
 
-// slope is the least-squares slope, per minute, of the value over the
-// longest run of one daemon process, after its first warm seconds.
+// slope is the least-squares slope, per minute, of each value within each
+// daemon process (one slope, an intercept per process: restarts reset fds,
+// goroutines and RSS), counting the samples after each process's first warm
+// seconds; span is the time those samples cover.
 type slope struct {
 	fds, goroutines, rssMiB float64
 	span                    time.Duration
-	n                       int
+	n, procs                int
 	last                    sample
 }
 
 func (m *sampler) slopes(warm time.Duration) slope {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var best []sample
+	var segs [][]sample
 	for i := 0; i < len(m.samples); {
 		j := i
 		for j < len(m.samples) && m.samples[j].pid == m.samples[i].pid {
@@ -96,37 +98,41 @@ func (m *sampler) slopes(warm time.Duration) slope {
 		for len(seg) > 0 && seg[0].at.Sub(m.samples[i].at) < warm {
 			seg = seg[1:]
 		}
-		if len(seg) > 1 && seg[len(seg)-1].at.Sub(seg[0].at) > spanOf(best) {
-			best = seg
+		if len(seg) > 1 {
+			segs = append(segs, seg)
 		}
 		i = j
 	}
-	if len(best) < 2 {
-		return slope{n: len(best)}
+	out := slope{procs: len(segs)}
+	for _, seg := range segs {
+		out.n += len(seg)
+		out.span += seg[len(seg)-1].at.Sub(seg[0].at)
+		out.last = seg[len(seg)-1]
 	}
-	fit := func(v func(sample) float64) float64 { return leastSquares(best, v) }
-	return slope{fds: fit(func(x sample) float64 { return x.fds }), goroutines: fit(func(x sample) float64 { return x.goroutines }),
-		rssMiB: fit(func(x sample) float64 { return x.rss / (1 << 20) }), span: spanOf(best), n: len(best), last: best[len(best)-1]}
+	out.fds = pooledSlope(segs, func(x sample) float64 { return x.fds })
+	out.goroutines = pooledSlope(segs, func(x sample) float64 { return x.goroutines })
+	out.rssMiB = pooledSlope(segs, func(x sample) float64 { return x.rss / (1 << 20) })
+	return out
 }
 
-func spanOf(seg []sample) time.Duration {
-	if len(seg) < 2 {
+// pooledSlope is the within-segment least-squares slope (per minute).
+func pooledSlope(segs [][]sample, v func(sample) float64) float64 {
+	var sxy, sxx float64
+	for _, seg := range segs {
+		var mt, my float64
+		for _, x := range seg {
+			mt += x.at.Sub(seg[0].at).Minutes()
+			my += v(x)
+		}
+		mt, my = mt/float64(len(seg)), my/float64(len(seg))
+		for _, x := range seg {
+			t := x.at.Sub(seg[0].at).Minutes() - mt
+			sxy += t * (v(x) - my)
+			sxx += t * t
+		}
+	}
+	if sxx == 0 {
 		return 0
 	}
-	return seg[len(seg)-1].at.Sub(seg[0].at)
-}
-
-func leastSquares(seg []sample, v func(sample) float64) float64 {
-	var sx, sy, sxx, sxy float64
-	n := float64(len(seg))
-	for _, x := range seg {
-		t := x.at.Sub(seg[0].at).Minutes()
-		y := v(x)
-		sx, sy, sxx, sxy = sx+t, sy+y, sxx+t*t, sxy+t*y
-	}
-	d := n*sxx - sx*sx
-	if d == 0 {
-		return 0
-	}
-	return (n*sxy - sx*sy) / d
+	return sxy / sxx
 }

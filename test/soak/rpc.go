@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc/status"
 )
 
 // deadlines of the RPCs (the kubelet's runtime-request-timeout is 2 min).
@@ -22,10 +25,34 @@ type rpcStats struct {
 	latencies map[string][]time.Duration
 	errors    map[string]int
 	missed    []string // past their deadline
+	tolerated map[string]int
+}
+
+// tolerate counts an error a fault explains, by RPC and gRPC code.
+func (s *rpcStats) tolerate(name string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tolerated[strings.Fields(name)[0]+" "+status.Code(err).String()]++
+}
+
+type countRow struct {
+	key string
+	n   int
+}
+
+func (s *rpcStats) toleratedRows() []countRow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []countRow
+	for k, n := range s.tolerated {
+		out = append(out, countRow{k, n})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].key < out[b].key })
+	return out
 }
 
 func newRPCStats() *rpcStats {
-	return &rpcStats{latencies: map[string][]time.Duration{}, errors: map[string]int{}}
+	return &rpcStats{latencies: map[string][]time.Duration{}, errors: map[string]int{}, tolerated: map[string]int{}}
 }
 
 // call runs one RPC under its deadline, records its latency, and returns its
