@@ -19,7 +19,6 @@ type pod struct {
 	exiter   string // container that exits with exitCode after exitAfter
 	exitCode int32
 	exitAt   time.Time
-	ctrPIDs  []int
 
 	faulted atomic.Bool // its monitor was killed
 	steady  atomic.Bool // set up and probed: a monitor kill may pick it

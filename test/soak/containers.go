@@ -12,7 +12,7 @@ import (
 // the error is a finding.
 func (s *soak) tolerated(p *pod, start time.Time, name string, err error, kinds ...string) bool {
 	if len(kinds) == 0 {
-		kinds = []string{"daemon-kill", "enospc"}
+		kinds = []string{"daemon-kill", "enospc", "cni-hang", "cni-fail"}
 	}
 	if s.flt.during(start, time.Now(), kinds...) || (p != nil && p.faulted.Load()) {
 		s.rpc.tolerate(name, err)
@@ -86,6 +86,7 @@ func (s *soak) startContainer(p *pod, pcfg *runtimeapi.PodSandboxConfig, name, s
 		}
 		if err != nil {
 			s.removeStrayContainers(p, name)
+			time.Sleep(300 * time.Millisecond)
 		}
 	}
 	for id != "" {

@@ -15,7 +15,9 @@ import (
 var faultKinds = []struct {
 	kind   string
 	weight int
-}{{"daemon-kill", 35}, {"monitor-kill", 35}, {"enospc", 15}, {"registry-stall", 15}}
+	cni    bool // only on a CNI conflist (SOAK_NETWORK=cni)
+}{{"daemon-kill", 35, false}, {"monitor-kill", 35, false}, {"enospc", 15, false}, {"registry-stall", 15, false},
+	{"cni-hang", 10, true}, {"cni-fail", 10, true}}
 
 // window is a span during which RPC errors are a fault's expected effect.
 type window struct {
@@ -101,10 +103,15 @@ func (f *faults) logf(kind, format string, args ...any) {
 func (f *faults) pick() string {
 	total := 0
 	for _, k := range faultKinds {
-		total += k.weight
+		if f.s.cfg.cni || !k.cni {
+			total += k.weight
+		}
 	}
 	n := f.rng.Intn(total)
 	for _, k := range faultKinds {
+		if !f.s.cfg.cni && k.cni {
+			continue
+		}
 		if n < k.weight {
 			return k.kind
 		}
@@ -133,6 +140,10 @@ func (f *faults) run(ctx context.Context) {
 			f.enospc()
 		case "registry-stall":
 			f.registryStall()
+		case "cni-hang":
+			f.cniFault("hang")
+		case "cni-fail":
+			f.cniFault("fail")
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -35,7 +36,7 @@ type instance struct {
 	img  runtimeapi.ImageServiceClient
 }
 
-func newInstance(bin, registryURL string) (*instance, error) {
+func newInstance(bin, registryURL string, cni bool) (*instance, error) {
 	dir, err := os.MkdirTemp("", "minicri-soak-")
 	if err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func newInstance(bin, registryURL string) (*instance, error) {
 	if err := writeHosts(i.hostsDir, registryURL); err != nil {
 		return nil, err
 	}
-	return i, i.writeConfig(pid)
+	return i, i.writeConfig(pid, cni)
 }
 
 // mountRoot puts the daemon's root on a 1 GiB ext4 in a sparse file (mount -o
@@ -85,13 +86,21 @@ func (i *instance) mountRoot() error {
 	return nil
 }
 
-func (i *instance) writeConfig(pid int) error {
+func (i *instance) writeConfig(pid int, cni bool) error {
 	subnet := fmt.Sprintf("10.%d.0.0/16", 180+pid%40)
-	cfg := fmt.Sprintf("cgroup_parent = %q\n[network]\nconf_dir = %q\nbin_dirs = [\"/opt/cni/bin\"]\n"+
+	binDirs := []string{"/opt/cni/bin"}
+	if cni {
+		var err error
+		if binDirs, err = i.writeCNI(subnet); err != nil {
+			return err
+		}
+	}
+	dirs, _ := json.Marshal(binDirs)
+	cfg := fmt.Sprintf("cgroup_parent = %q\n[network]\nconf_dir = %q\nbin_dirs = %s\n"+
 		"default_name = \"minicri-soak\"\ndefault_bridge = %q\ndefault_subnet = %q\ndefault_network = true\n"+
 		"[registry]\nconfig_path = %q\nno_progress_timeout = \"3s\"\n[metrics]\naddress = %q\n"+
 		"[nri]\nsocket_path = %q\nplugin_path = %q\nplugin_config_path = %q\n",
-		i.cgParent, filepath.Join(i.dir, "net.d"), i.bridge, subnet, i.hostsDir, i.metrics,
+		i.cgParent, filepath.Join(i.dir, "net.d"), dirs, i.bridge, subnet, i.hostsDir, i.metrics,
 		filepath.Join(i.state, "nri", "nri.sock"), filepath.Join(i.dir, "nri", "plugins"), filepath.Join(i.dir, "nri", "conf.d"))
 	return os.WriteFile(filepath.Join(i.dir, "config.toml"), []byte(cfg), 0o644)
 }

@@ -26,7 +26,7 @@ type config struct {
 	probe, life        time.Duration
 	faultEvery         time.Duration
 	bin                string
-	keep               bool
+	keep, cni          bool
 	samplerEvery, warm time.Duration
 }
 
@@ -51,6 +51,13 @@ func loadConfig() (config, error) {
 	set("SOAK_PROBE", dur(&c.probe))
 	set("SOAK_LIFE", dur(&c.life))
 	set("SOAK_FAULT_EVERY", dur(&c.faultEvery))
+	switch v := os.Getenv("SOAK_NETWORK"); v {
+	case "", "builtin":
+	case "cni":
+		c.cni = true
+	default:
+		err = fmt.Errorf("SOAK_NETWORK=%q: builtin or cni", v)
+	}
 	c.bin = os.Getenv("MINICRI_BIN")
 	if c.bin == "" {
 		c.bin, _ = filepath.Abs("bin/minicri")
@@ -85,7 +92,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "soak: needs root")
 		os.Exit(2)
 	}
-	fmt.Printf("soak: seed %d (replay: SOAK_SEED=%d SOAK_MINUTES=%g SOAK_PODS=%d make soak)\n", cfg.seed, cfg.seed, cfg.minutes, cfg.pods)
+	network := "builtin"
+	if cfg.cni {
+		network = "cni"
+	}
+	fmt.Printf("soak: seed %d (replay: SOAK_SEED=%d SOAK_MINUTES=%g SOAK_PODS=%d SOAK_NETWORK=%s make soak)\n",
+		cfg.seed, cfg.seed, cfg.minutes, cfg.pods, network)
 	s := &soak{cfg: cfg, bel: newBelief(), find: newFindings(), rpc: newRPCStats(), pullKick: make(chan struct{}, 1)}
 	ok, err := s.run()
 	if err != nil {
@@ -105,7 +117,7 @@ func (s *soak) run() (bool, error) {
 		return false, fmt.Errorf("registry: %w", err)
 	}
 	defer s.reg.srv.Close()
-	if s.inst, err = newInstance(s.cfg.bin, s.reg.srv.URL); err != nil {
+	if s.inst, err = newInstance(s.cfg.bin, s.reg.srv.URL, s.cfg.cni); err != nil {
 		return false, fmt.Errorf("instance: %w", err)
 	}
 	failed := true

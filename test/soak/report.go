@@ -40,7 +40,7 @@ func (s *soak) report(sl slope) bool {
 	fmt.Fprintf(w, "  RSS\t%+.2f MiB/min\t(last %.1f MiB)\n", sl.rssMiB, sl.last.rss/(1<<20))
 	fmt.Fprintln(w, "errors a fault explains\tcount")
 	for _, r := range s.rpc.toleratedRows() {
-		fmt.Fprintf(w, "  %s\t%d\n", r.key, r.n)
+		fmt.Fprintf(w, "  %s\t%d\t%.110s\n", r.key, r.n, r.sample)
 	}
 	fmt.Fprintln(w, "findings\tcount")
 	ok := true

@@ -26,18 +26,23 @@ type rpcStats struct {
 	errors    map[string]int
 	missed    []string // past their deadline
 	tolerated map[string]int
+	sample    map[string]string // the first message of each tolerated key
 }
 
 // tolerate counts an error a fault explains, by RPC and gRPC code.
 func (s *rpcStats) tolerate(name string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tolerated[strings.Fields(name)[0]+" "+status.Code(err).String()]++
+	k := strings.Fields(name)[0] + " " + status.Code(err).String()
+	s.tolerated[k]++
+	if _, ok := s.sample[k]; !ok {
+		s.sample[k] = err.Error()
+	}
 }
 
 type countRow struct {
-	key string
-	n   int
+	key, sample string
+	n           int
 }
 
 func (s *rpcStats) toleratedRows() []countRow {
@@ -45,14 +50,14 @@ func (s *rpcStats) toleratedRows() []countRow {
 	defer s.mu.Unlock()
 	var out []countRow
 	for k, n := range s.tolerated {
-		out = append(out, countRow{k, n})
+		out = append(out, countRow{k, s.sample[k], n})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].key < out[b].key })
 	return out
 }
 
 func newRPCStats() *rpcStats {
-	return &rpcStats{latencies: map[string][]time.Duration{}, errors: map[string]int{}, tolerated: map[string]int{}}
+	return &rpcStats{latencies: map[string][]time.Duration{}, errors: map[string]int{}, tolerated: map[string]int{}, sample: map[string]string{}}
 }
 
 // call runs one RPC under its deadline, records its latency, and returns its
