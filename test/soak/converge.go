@@ -65,7 +65,9 @@ func diffState(believed []*pod, pods []*runtimeapi.PodSandbox, ctrs []*runtimeap
 	for _, p := range believed {
 		ps, cs := "SANDBOX_READY", "CONTAINER_RUNNING"
 		if p.faulted.Load() {
-			ps, cs = "SANDBOX_NOTREADY", "CONTAINER_EXITED"
+			// Its monitor is gone: its containers run on until the pod is
+			// stopped (docs/DESIGN.md, Monitor), or ended by themselves.
+			ps, cs = "SANDBOX_NOTREADY", "*"
 		}
 		want[p.id] = ps
 		if p.logger != "" {
@@ -73,9 +75,11 @@ func diffState(believed []*pod, pods []*runtimeapi.PodSandbox, ctrs []*runtimeap
 		}
 		if p.exiter != "" {
 			want[p.exiter] = "CONTAINER_EXITED"
-			if d := time.Until(p.exitAt); !p.faulted.Load() && d > 3*time.Second {
+			if p.faulted.Load() {
+				want[p.exiter] = "*"
+			} else if d := time.Until(p.exitAt); d > 3*time.Second {
 				want[p.exiter] = "CONTAINER_RUNNING"
-			} else if !p.faulted.Load() && d > -3*time.Second {
+			} else if d > -3*time.Second {
 				want[p.exiter] = "*" // exiting about now
 			}
 		}

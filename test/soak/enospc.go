@@ -11,8 +11,7 @@ import (
 
 // enospc fills the instance's root filesystem (its own loop-mounted ext4)
 // for a few seconds, then frees it.
-func (f *faults) enospc() {
-	hold := time.Duration(2000+f.rng.Intn(4000)) * time.Millisecond
+func (f *faults) enospc(hold time.Duration) {
 	f.begin("enospc")
 	defer f.end("enospc")
 	var before, after unix.Statfs_t

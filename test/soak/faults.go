@@ -36,6 +36,7 @@ type faults struct {
 	byKind  map[string]int
 	open    map[string]time.Time // windows still open, by kind
 	last    time.Time
+	async   sync.WaitGroup // the faults that run on
 }
 
 // grace after a fault ends during which errors still count as its effect.
@@ -123,6 +124,7 @@ func (f *faults) pick() string {
 // run injects faults until ctx ends: exponential gaps of mean every, each
 // fault run to its end before the next.
 func (f *faults) run(ctx context.Context) {
+	defer f.async.Wait()
 	for {
 		gap := time.Duration(f.rng.ExpFloat64() * float64(f.every))
 		kind := f.pick()
@@ -131,19 +133,36 @@ func (f *faults) run(ctx context.Context) {
 			return
 		case <-time.After(gap):
 		}
-		switch kind {
-		case "daemon-kill":
-			f.daemonKill()
-		case "monitor-kill":
-			f.monitorKill()
-		case "enospc":
-			f.enospc()
-		case "registry-stall":
-			f.registryStall()
-		case "cni-hang":
-			f.cniFault("hang")
-		case "cni-fail":
-			f.cniFault("fail")
+		f.inject(kind)
+	}
+}
+
+// inject runs a kill to its end; a full disk, a CNI fault and a stall run
+// on (one of each kind at a time), so that the next fault may land in them.
+func (f *faults) inject(kind string) {
+	hold := time.Duration(2000+f.rng.Intn(4000)) * time.Millisecond // drawn here: f.rng is this goroutine's
+	async := map[string]func(){"enospc": func() { f.enospc(hold) }, "cni-hang": func() { f.cniFault("hang") },
+		"cni-fail": func() { f.cniFault("fail") }}
+	switch kind {
+	case "daemon-kill":
+		f.daemonKill()
+	case "monitor-kill":
+		f.monitorKill()
+	case "registry-stall":
+		f.registryStall()
+	default:
+		f.mu.Lock()
+		_, busy := f.open[kind]
+		_, hang := f.open["cni-hang"]
+		_, fail := f.open["cni-fail"]
+		busy = busy || (kind != "enospc" && (hang || fail))
+		if !busy {
+			f.open[kind] = time.Now()
+			f.async.Add(1)
+		}
+		f.mu.Unlock()
+		if !busy {
+			go func() { defer f.async.Done(); async[kind]() }()
 		}
 	}
 }
@@ -156,9 +175,24 @@ func (f *faults) daemonKill() {
 	f.s.inst.kill9()
 	f.logf("daemon-kill", "kill -9 minicri pid %d, restart after %v", pid, down)
 	time.Sleep(down)
-	if err := f.s.inst.start(); err != nil {
-		f.s.find.add("restart", "minicri did not restart: %v", err)
+	f.s.restart()
+}
+
+// restart starts the daemon again on the same state, retrying for a minute
+// (a start may fail while the root is full: it must work once it is not).
+func (s *soak) restart() {
+	var err error
+	for n := 0; n < 60; n++ {
+		if err = s.inst.start(); err == nil {
+			return
+		}
+		if !s.flt.during(time.Now(), time.Now(), "enospc") {
+			break
+		}
+		fmt.Printf("soak: minicri did not start on a full root, again in 1 s: %.200s\n", err)
+		time.Sleep(time.Second)
 	}
+	s.find.add("restart", "minicri did not restart: %v", err)
 }
 
 // monitorKill kills the monitor of a steady pod, after checking that the pid

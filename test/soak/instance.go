@@ -28,8 +28,9 @@ type instance struct {
 	hostsDir                          string
 	loopFile                          string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
 
 	conn *grpc.ClientConn
 	rt   runtimeapi.RuntimeServiceClient
@@ -142,8 +143,10 @@ func (i *instance) start() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
 	i.mu.Lock()
-	i.cmd = cmd
+	i.cmd, i.done = cmd, done
 	i.mu.Unlock()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -151,11 +154,28 @@ func (i *instance) start() error {
 			c.Close()
 			return nil
 		}
+		select {
+		case <-done:
+			i.mu.Lock()
+			i.cmd = nil
+			i.mu.Unlock()
+			return fmt.Errorf("minicri exited at start (%v); log:\n%s", cmd.ProcessState, i.logTail())
+		default:
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("minicri did not start in 60 s; log:\n%s", i.logTail())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// take forgets the running daemon and returns it and its exit channel.
+func (i *instance) take() (*exec.Cmd, chan struct{}) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	cmd, done := i.cmd, i.done
+	i.cmd = nil
+	return cmd, done
 }
 
 // pid is the running daemon's pid (0 while none runs).
@@ -170,29 +190,21 @@ func (i *instance) pid() int {
 
 // kill9 kills the daemon this soak started, as a crash would.
 func (i *instance) kill9() {
-	i.mu.Lock()
-	cmd := i.cmd
-	i.cmd = nil
-	i.mu.Unlock()
+	cmd, done := i.take()
 	if cmd == nil {
 		return
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
+	<-done
 }
 
 // stop ends the daemon with SIGTERM (SIGKILL after 20 s).
 func (i *instance) stop() error {
-	i.mu.Lock()
-	cmd := i.cmd
-	i.cmd = nil
-	i.mu.Unlock()
+	cmd, done := i.take()
 	if cmd == nil {
 		return nil
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
 		return nil
