@@ -37,6 +37,7 @@ type faults struct {
 	open    map[string]time.Time // windows still open, by kind
 	last    time.Time
 	async   sync.WaitGroup // the faults that run on
+	quietAt time.Time      // no daemon kill after this
 }
 
 // grace after a fault ends during which errors still count as its effect.
@@ -132,6 +133,9 @@ func (f *faults) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(gap):
+		}
+		if kind == "daemon-kill" && time.Now().After(f.quietAt) {
+			kind = "monitor-kill" // the last stretch keeps one daemon, for its slope
 		}
 		f.inject(kind)
 	}

@@ -131,6 +131,8 @@ func (s *soak) run() (bool, error) {
 	}
 	s.start = time.Now()
 	s.flt, s.smp = newFaults(s, s.cfg.seed, s.cfg.faultEvery), &sampler{s: s}
+	run := time.Duration(s.cfg.minutes * float64(time.Minute))
+	s.flt.quietAt = s.start.Add(run - max(run/4, min(run, time.Minute)))
 	s.pullImage(busybox)
 	if !s.bel.image(busybox) {
 		return false, fmt.Errorf("cannot pull %s", busybox)
@@ -139,7 +141,7 @@ func (s *soak) run() (bool, error) {
 	s.converge()
 	s.finish()
 	s.checkNodeClean()
-	ok := s.report(s.smp.slopes(s.cfg.warm))
+	ok := s.report(s.smp.slopes(s.cfg.warm), s.smp.lastProcess(s.cfg.warm))
 	failed = !ok
 	if !ok && s.cfg.keep {
 		fmt.Printf("soak: kept %s\n", s.inst.dir)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"text/tabwriter"
@@ -12,7 +13,7 @@ import (
 var findingKinds = []string{"leak", "lost-line", "exit-code", "deadline", "convergence", "not-running", "error", "restart"}
 
 // report prints the final table and returns whether the run passed.
-func (s *soak) report(sl slope) bool {
+func (s *soak) report(sl, last slope) bool {
 	for _, m := range s.rpc.missedDeadlines() {
 		s.find.add("deadline", "%s", m)
 	}
@@ -33,11 +34,8 @@ func (s *soak) report(sl slope) bool {
 	for _, r := range s.rpc.rows() {
 		fmt.Fprintf(w, "  %s\t%d\t%d\t%v\t%v\t%v\t%v\n", r.name, r.n, r.errs, ms(r.p50), ms(r.p99), ms(r.max), deadlineOf(r.name))
 	}
-	fmt.Fprintf(w, "daemon slope\twithin each of %d daemon processes, %d samples over %v, after %v of warm-up each\n",
-		sl.procs, sl.n, sl.span.Round(time.Second), s.cfg.warm)
-	fmt.Fprintf(w, "  fds\t%+.2f/min\t(last %.0f)\n", sl.fds, sl.last.fds)
-	fmt.Fprintf(w, "  goroutines\t%+.2f/min\t(last %.0f)\n", sl.goroutines, sl.last.goroutines)
-	fmt.Fprintf(w, "  RSS\t%+.2f MiB/min\t(last %.1f MiB)\n", sl.rssMiB, sl.last.rss/(1<<20))
+	printSlope(w, fmt.Sprintf("pooled within each of %d daemon processes", sl.procs), sl, s.cfg.warm)
+	printSlope(w, "the last daemon process (no daemon kill in the last stretch)", last, s.cfg.warm)
 	fmt.Fprintln(w, "errors a fault explains\tcount")
 	for _, r := range s.rpc.toleratedRows() {
 		fmt.Fprintf(w, "  %s\t%d\t%.110s\n", r.key, r.n, r.sample)
@@ -84,4 +82,11 @@ func deadlineOf(name string) time.Duration {
 		return d
 	}
 	return defaultDeadline
+}
+
+func printSlope(w io.Writer, what string, sl slope, warm time.Duration) {
+	fmt.Fprintf(w, "daemon slope\t%s: %d samples over %v, after %v of warm-up\n", what, sl.n, sl.span.Round(time.Second), warm)
+	fmt.Fprintf(w, "  fds\t%+.2f/min\t(last %.0f)\n", sl.fds, sl.last.fds)
+	fmt.Fprintf(w, "  goroutines\t%+.2f/min\t(last %.0f)\n", sl.goroutines, sl.last.goroutines)
+	fmt.Fprintf(w, "  RSS\t%+.2f MiB/min\t(last %.1f MiB)\n", sl.rssMiB, sl.last.rss/(1<<20))
 }

@@ -136,3 +136,16 @@ func pooledSlope(segs [][]sample, v func(sample) float64) float64 {
 	}
 	return sxy / sxx
 }
+
+// lastProcess is the slope within the last daemon process alone (the run's
+// last stretch has no daemon kill).
+func (m *sampler) lastProcess(warm time.Duration) slope {
+	m.mu.Lock()
+	var last []sample
+	for i := len(m.samples) - 1; i >= 0 && m.samples[i].pid == m.samples[len(m.samples)-1].pid; i-- {
+		last = append([]sample{m.samples[i]}, last...)
+	}
+	m.mu.Unlock()
+	only := sampler{samples: last}
+	return only.slopes(warm)
+}
