@@ -129,16 +129,18 @@ integration: build
 
 # The soak (test/soak): a private instance churned under seeded faults; the seed is printed
 # (SOAK_SEED=N replays its fault schedule). soak-ci is the phase of make test: 5 minutes at
-# a scale that fits 2 cores. Other knobs: SOAK_PROBE, SOAK_LIFE, SOAK_FAULT_EVERY, SOAK_KEEP=1.
+# a scale that fits 2 cores, on a CNI conflist (SOAK_NETWORK=cni: its CNI faults too). Other knobs: SOAK_PROBE, SOAK_LIFE, SOAK_FAULT_EVERY, SOAK_KEEP=1.
 SOAK_MINUTES ?= 30
 SOAK_PODS    ?= 110
 SOAK_SEED    ?=
+SOAK_NETWORK ?= builtin
 soak-ci: SOAK_MINUTES = 5
 soak-ci: SOAK_PODS = 24
+soak-ci: SOAK_NETWORK = cni
 define soak_run
 	CGO_ENABLED=1 $(GO) build -o $(OUT)/bin/soak ./test/soak
 	MINICRI_BIN=$(CURDIR)/bin/minicri SOAK_MINUTES=$(SOAK_MINUTES) SOAK_PODS=$(SOAK_PODS) SOAK_SEED=$(SOAK_SEED) \
-		$(OUT)/bin/soak
+		SOAK_NETWORK=$(SOAK_NETWORK) $(OUT)/bin/soak
 endef
 soak: build
 	@hack/deps.sh install soak

@@ -19,9 +19,16 @@ type pod struct {
 	exiter   string // container that exits with exitCode after exitAfter
 	exitCode int32
 	exitAt   time.Time
+	procs    []procRef // the containers' inits, by pid and start time
 
 	faulted atomic.Bool // its monitor was killed
 	steady  atomic.Bool // set up and probed: a monitor kill may pick it
+}
+
+// procRef names a process across pid reuse: its pid and start time.
+type procRef struct {
+	pid   int
+	start string
 }
 
 // podInfo is the part of PodSandboxStatus's verbose info the soak uses.

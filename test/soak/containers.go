@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -96,6 +97,7 @@ func (s *soak) startContainer(p *pod, pcfg *runtimeapi.PodSandboxConfig, name, s
 			return err
 		})
 		if err == nil {
+			s.notePID(p, id)
 			return id
 		}
 		if !s.tolerated(p, start, "StartContainer", err) || p.faulted.Load() {
@@ -137,4 +139,22 @@ func (s *soak) containerState(p *pod, id string) *runtimeapi.ContainerStatus {
 		return err
 	})
 	return st
+}
+
+// notePID records the container's init (verbose ContainerStatus) for the
+// leak check after removal.
+func (s *soak) notePID(p *pod, id string) {
+	var info struct {
+		PID int `json:"pid"`
+	}
+	_ = s.rpc.call("ContainerStatus", func(ctx context.Context) error {
+		r, err := s.inst.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+		if err == nil {
+			err = json.Unmarshal([]byte(r.Info["info"]), &info)
+		}
+		return err
+	})
+	if st := startTime(info.PID); info.PID > 0 && st != "" {
+		p.procs = append(p.procs, procRef{info.PID, st})
+	}
 }

@@ -114,3 +114,24 @@ func bridgePorts(bridge string) []string {
 	}
 	return out
 }
+
+// startTime is field 22 of /proc/pid/stat ("" when there is no such process).
+func startTime(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// running reports whether the process r names is still alive.
+func (r procRef) running() bool { return alive(r.pid) && startTime(r.pid) == r.start }

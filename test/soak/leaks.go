@@ -34,6 +34,11 @@ func (s *soak) podLeftovers(p *pod) []string {
 			out = append(out, fmt.Sprintf("%s %d still running", what, pid))
 		}
 	}
+	for _, r := range p.procs {
+		if r.running() {
+			out = append(out, fmt.Sprintf("container process %d still running", r.pid))
+		}
+	}
 	if p.info.NetNS != "" {
 		if _, err := os.Stat(p.info.NetNS); err == nil {
 			out = append(out, "netns pin "+p.info.NetNS)

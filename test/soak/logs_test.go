@@ -13,7 +13,7 @@ func TestNumberedLines(t *testing.T) {
 	line := func(tag, text string) string { return ts + " stdout " + tag + " " + text + "\n" }
 	for _, tc := range []struct {
 		name, log, problem string
-		n                 int
+		n                  int
 	}{
 		{"in order", line("F", "soak line 1") + line("F", "soak line 2"), "", 2},
 		{"partials joined", line("P", "soak li") + line("F", "ne 1") + line("F", "soak line 2"), "", 2},
