@@ -176,13 +176,17 @@ func (m *Manager) refresh(c *Container) Status {
 		// The init is gone and no monitor recorded how: its exit is lost.
 		exit = monitor.Exit{Code: 255, FinishedAt: time.Now()}
 		m.log.Warn("container exited while its monitor was gone; exit code unknown", "container", c.ID())
-		next, uerr := c.update(func(s Status) Status {
+		lost := func(s Status) Status {
 			s = exited(s, &exit)
 			s.Reason, s.Message = ReasonUnknown, "the pod's monitor died; the exit status is lost"
 			return s
-		})
+		}
+		next, uerr := c.update(lost)
 		if uerr != nil {
 			m.log.Error("record lost exit", "container", c.ID(), "err", uerr)
+			if next.State == StateRunning {
+				return lost(next) // what a read finds again until the record is written
+			}
 		}
 		return next
 	}
@@ -198,6 +202,11 @@ func (m *Manager) refresh(c *Container) Status {
 	})
 	if err != nil {
 		m.log.Error("record container exit", "container", c.ID(), "err", err)
+		// The exit is durable in the monitor's exit.json: report it even when
+		// the record cannot be written (a full root); the next read writes it.
+		if next.State == StateRunning || next.State == StateCreated {
+			return exited(next, &exit)
+		}
 	}
 	return next
 }

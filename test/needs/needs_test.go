@@ -35,7 +35,8 @@ var phasesOf = []struct {
 	{"test/vm/", []string{"vmtest-ci"}},
 	{"test/bench/", []string{"bench"}},
 	{"test/integration/", []string{"integration", "vmtest-ci"}},
-	{"test/registry/", []string{"unit", "integration", "critest", "conformance-ci"}},
+	{"test/registry/", []string{"unit", "integration", "critest", "conformance-ci", "soak-ci", "soak"}},
+	{"test/soak/", []string{"soak-ci", "soak"}},
 	{"test/needs/", nil}, // this check
 	{"test/", []string{"unit"}},
 }

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// With SOAK_NETWORK=cni the instance runs a conflist whose first plugin is
+// soak-bridge, a wrapper of the real bridge plugin: once per armed fault (a
+// file the wrapper claims by renaming it), an ADD that bridge has done
+// hangs for cniHang, or fails, leaving the veth and the lease to the runtime.
+const cniWrapper = `#!/bin/sh
+F=%[1]s/cni-fault
+out=$(/opt/cni/bin/bridge)
+rc=$?
+if [ "$CNI_COMMAND" = ADD ] && [ $rc = 0 ] && mv "$F" "$F.taken" 2>/dev/null; then
+	case $(cat "$F.taken") in
+	hang) sleep %[2]d ;;
+	fail) echo '{"cniVersion":"1.0.0","code":999,"msg":"soak: soak-bridge failed mid-ADD"}'; exit 1 ;;
+	esac
+fi
+printf '%%s\n' "$out"
+exit $rc
+`
+
+const cniHang = 20 * time.Second
+
+// writeCNI puts the wrapper in <dir>/cni-bin and the conflist in the
+// instance's conf dir; it returns the bin dirs minicri searches.
+func (i *instance) writeCNI(subnet string) ([]string, error) {
+	bin := filepath.Join(i.dir, "cni-bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return nil, err
+	}
+	script := fmt.Sprintf(cniWrapper, i.dir, int(cniHang/time.Second))
+	if err := os.WriteFile(filepath.Join(bin, "soak-bridge"), []byte(script), 0o755); err != nil { //nolint:gosec // a plugin: executable
+		return nil, err
+	}
+	type obj = map[string]any
+	list := obj{"cniVersion": "1.0.0", "name": "minicri-soak", "plugins": []any{obj{
+		"type": "soak-bridge", "bridge": i.bridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
+		"ipam": obj{"type": "host-local", "dataDir": filepath.Join(i.root, "cni", "ipam"),
+			"ranges": []any{[]any{obj{"subnet": subnet}}}, "routes": []any{obj{"dst": "0.0.0.0/0"}}},
+	}}}
+	b, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(i.dir, "net.d", "10-soak.conflist"), b, 0o644); err != nil { //nolint:gosec // CNI config is world-readable
+		return nil, err
+	}
+	return []string{bin, "/opt/cni/bin"}, nil
+}
+
+// cniFault arms the wrapper for the next ADD and waits until one took it
+// (and, for a hang, until it is over).
+func (f *faults) cniFault(mode string) {
+	file := filepath.Join(f.s.inst.dir, "cni-fault")
+	f.begin("cni-" + mode)
+	defer f.end("cni-" + mode)
+	if err := os.WriteFile(file, []byte(mode), 0o600); err != nil {
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(file + ".taken"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = os.Remove(file)
+			return // no ADD in 30 s: not injected
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.logf("cni-"+mode, "soak-bridge: an ADD done by bridge then %s", map[string]string{"hang": fmt.Sprintf("hangs %v", cniHang), "fail": "fails"}[mode])
+	if mode == "hang" {
+		time.Sleep(cniHang)
+	}
+	_ = os.Remove(file + ".taken")
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// checkPodGone: after RemovePodSandbox, nothing of the pod is left: pause,
+// monitor and container processes, netns pin, IP lease, cgroups, records.
+func (s *soak) checkPodGone(p *pod) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := s.podLeftovers(p)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, l := range left {
+				s.find.add("leak", "pod %s (%s): %s", p.name, short(p.id), l)
+			}
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *soak) podLeftovers(p *pod) []string {
+	var out []string
+	for what, pid := range map[string]int{"pause": p.info.PID, "monitor": p.info.MonitorPID} {
+		if alive(pid) && !s.isDaemonOrSelf(pid) {
+			out = append(out, fmt.Sprintf("%s %d still running", what, pid))
+		}
+	}
+	for _, r := range p.procs {
+		if r.running() {
+			out = append(out, fmt.Sprintf("container process %d still running", r.pid))
+		}
+	}
+	if p.info.NetNS != "" {
+		if _, err := os.Stat(p.info.NetNS); err == nil {
+			out = append(out, "netns pin "+p.info.NetNS)
+		}
+	}
+	out = append(out, s.leaseFiles(p.id)...)
+	if p.info.Cgroup != "" {
+		for _, d := range cgroupDirs(p.info.Cgroup) {
+			out = append(out, "cgroup "+d)
+		}
+	}
+	for _, id := range []string{p.id, p.logger, p.exiter} {
+		if id == "" {
+			continue
+		}
+		for _, pr := range processesMentioning(id, s.inst.pid()) {
+			out = append(out, "process "+pr)
+		}
+		out = append(out, s.recordsNaming(id)...)
+	}
+	return out
+}
+
+func (s *soak) isDaemonOrSelf(pid int) bool { return pid == s.inst.pid() || pid == os.Getpid() }
+
+// leaseFiles lists host-local lease files naming id (all leases when id is "").
+func (s *soak) leaseFiles(id string) []string {
+	var out []string
+	_ = filepath.Walk(filepath.Join(s.inst.root, "cni", "ipam"), func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || strings.HasPrefix(info.Name(), "last_reserved_ip") || info.Name() == "lock" {
+			return nil
+		}
+		if b, _ := os.ReadFile(p); id == "" || strings.Contains(string(b), id) {
+			out = append(out, "IP lease "+p)
+		}
+		return nil
+	})
+	return out
+}
+
+// recordsNaming lists files and directories up to three levels under the
+// root and state dirs (outside the image store) whose name holds id.
+func (s *soak) recordsNaming(id string) []string {
+	var out []string
+	for _, top := range []string{s.inst.root, s.inst.state} {
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			rel, _ := filepath.Rel(top, p)
+			depth := strings.Count(rel, "/")
+			if d.IsDir() && (depth >= 2 || rel == "images" || rel == "content" || rel == "soak-filler") {
+				if strings.Contains(d.Name(), id) {
+					out = append(out, "record "+p)
+				}
+				return filepath.SkipDir
+			}
+			if strings.Contains(d.Name(), id) {
+				out = append(out, "record "+p)
+			}
+			return nil
+		})
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"text/tabwriter"
+	"time"
+)
+
+// findingKinds fail the run; each is a row of the table.
+var findingKinds = []string{"leak", "lost-line", "exit-code", "deadline", "convergence", "not-running", "error", "restart"}
+
+// report prints the final table and returns whether the run passed.
+func (s *soak) report(sl, last slope) bool {
+	for _, m := range s.rpc.missedDeadlines() {
+		s.find.add("deadline", "%s", m)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "\n== soak: seed %d, %v, up to %d pods, probe every %v, fault every %v (mean)\n",
+		s.cfg.seed, time.Since(s.start).Round(time.Second), s.cfg.pods, s.cfg.probe, s.cfg.faultEvery)
+	fmt.Fprintln(w, "faults\tcount")
+	total := 0
+	for _, k := range faultKinds {
+		n := s.flt.count(k.kind)
+		total += n
+		fmt.Fprintf(w, "  %s\t%d\n", k.kind, n)
+	}
+	fmt.Fprintf(w, "  total\t%d\n", total)
+	fmt.Fprintf(w, "churn\t%d pods, %d exec probes, %d pulls, %d image removals, %d logs checked (%d lines)\n",
+		s.churned.Load(), s.probes.Load(), s.pulls.Load(), s.removals.Load(), s.logsChecked.Load(), s.lines.Load())
+	fmt.Fprintln(w, "rpc\tcalls\terrors\tp50\tp99\tmax\tdeadline")
+	for _, r := range s.rpc.rows() {
+		fmt.Fprintf(w, "  %s\t%d\t%d\t%v\t%v\t%v\t%v\n", r.name, r.n, r.errs, ms(r.p50), ms(r.p99), ms(r.max), deadlineOf(r.name))
+	}
+	printSlope(w, fmt.Sprintf("pooled within each of %d daemon processes", sl.procs), sl, s.cfg.warm)
+	printSlope(w, "the last daemon process (no daemon kill in the last stretch)", last, s.cfg.warm)
+	fmt.Fprintln(w, "errors a fault explains\tcount")
+	for _, r := range s.rpc.toleratedRows() {
+		fmt.Fprintf(w, "  %s\t%d\t%.110s\n", r.key, r.n, r.sample)
+	}
+	fmt.Fprintln(w, "findings\tcount")
+	ok := true
+	for _, k := range findingKinds {
+		n := s.find.n(k)
+		ok = ok && n == 0
+		fmt.Fprintf(w, "  %s\t%d\n", k, n)
+	}
+	_ = w.Flush()
+	s.printFindings()
+	return ok
+}
+
+func (s *soak) printFindings() {
+	s.find.mu.Lock()
+	defer s.find.mu.Unlock()
+	keys := make([]string, 0, len(s.find.byKey))
+	for k := range s.find.byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		l := s.find.byKey[k]
+		fmt.Printf("-- %s (%d; first %d):\n", k, len(l), min(len(l), 10))
+		for _, m := range l[:min(len(l), 10)] {
+			fmt.Println("   " + m)
+		}
+	}
+}
+
+func (f *faults) count(kind string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byKind[kind]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
+
+func deadlineOf(name string) time.Duration {
+	if d, ok := deadlines[name]; ok {
+		return d
+	}
+	return defaultDeadline
+}
+
+func printSlope(w io.Writer, what string, sl slope, warm time.Duration) {
+	fmt.Fprintf(w, "daemon slope\t%s: %d samples over %v, after %v of warm-up\n", what, sl.n, sl.span.Round(time.Second), warm)
+	fmt.Fprintf(w, "  fds\t%+.2f/min\t(last %.0f)\n", sl.fds, sl.last.fds)
+	fmt.Fprintf(w, "  goroutines\t%+.2f/min\t(last %.0f)\n", sl.goroutines, sl.last.goroutines)
+	fmt.Fprintf(w, "  RSS\t%+.2f MiB/min\t(last %.1f MiB)\n", sl.rssMiB, sl.last.rss/(1<<20))
+}
