@@ -176,37 +176,36 @@ func (m *Manager) refresh(c *Container) Status {
 		// The init is gone and no monitor recorded how: its exit is lost.
 		exit = monitor.Exit{Code: 255, FinishedAt: time.Now()}
 		m.log.Warn("container exited while its monitor was gone; exit code unknown", "container", c.ID())
-		lost := func(s Status) Status {
+		return m.publishExit(c, func(s Status) Status {
+			if s.State != StateRunning {
+				return s
+			}
 			s = exited(s, &exit)
 			s.Reason, s.Message = ReasonUnknown, "the pod's monitor died; the exit status is lost"
 			return s
-		}
-		next, uerr := c.update(lost)
-		if uerr != nil {
-			m.log.Error("record lost exit", "container", c.ID(), "err", uerr)
-			if next.State == StateRunning {
-				return lost(next) // what a read finds again until the record is written
-			}
-		}
-		return next
+		})
 	}
 	if err != nil {
 		m.log.Error("read container exit", "container", c.ID(), "err", err)
 		return st
 	}
-	next, err := c.update(func(s Status) Status {
+	return m.publishExit(c, func(s Status) Status {
 		if s.State != StateRunning && s.State != StateCreated {
 			return s
 		}
 		return exited(s, &exit)
 	})
+}
+
+// publishExit records an exit with fn (which leaves an ended status alone).
+// When the record cannot be written (a full root), the exit is still what
+// the caller gets: a read finds it again, from the monitor's exit.json or the
+// dead init, until a later read writes the record.
+func (m *Manager) publishExit(c *Container, fn func(Status) Status) Status {
+	next, err := c.update(fn)
 	if err != nil {
 		m.log.Error("record container exit", "container", c.ID(), "err", err)
-		// The exit is durable in the monitor's exit.json: report it even when
-		// the record cannot be written (a full root); the next read writes it.
-		if next.State == StateRunning || next.State == StateCreated {
-			return exited(next, &exit)
-		}
+		return fn(next)
 	}
 	return next
 }
