@@ -11,7 +11,6 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/invoke"
-	"github.com/containernetworking/cni/pkg/version"
 )
 
 // ifName is the pod's interface name.
@@ -58,10 +57,11 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{
 		cfg:   cfg,
-		cni:   libcni.NewCNIConfigWithCacheDir(cfg.BinDirs, cfg.CacheDir, newPluginExec()),
+		cni:   libcni.NewCNIConfigWithCacheDir(cfg.BinDirs, cfg.CacheDir, newPluginExec(cfg.CacheDir)),
 		locks: newKeyLock(),
 		table: masqTableName(cfg.DefaultName),
 	}
+	reapOrphanPlugins(cfg.CacheDir)
 	if !cfg.DefaultNetwork {
 		return m, nil
 	}
@@ -85,14 +85,12 @@ func NewManager(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// newPluginExec returns the exec used for plugins. It must be given
-// explicitly: with nil, libcni creates it lazily on first use without a
-// lock, a data race between concurrent Setup calls.
-func newPluginExec() invoke.Exec {
-	return &invoke.DefaultExec{
-		RawExec:       &invoke.RawExec{Stderr: os.Stderr},
-		PluginDecoder: version.PluginDecoder{},
-	}
+// newPluginExec returns the exec used for plugins (pluginExec), marked
+// with the CNI cache dir as their owner. It must be given explicitly: with
+// nil, libcni creates one lazily on first use without a lock, a data race
+// between concurrent Setup calls.
+func newPluginExec(owner string) invoke.Exec {
+	return &pluginExec{stderr: os.Stderr, owner: owner}
 }
 
 // persistedPodCIDR returns the pod CIDR saved by an earlier SetPodCIDR, or "".
