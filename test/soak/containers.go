@@ -13,7 +13,7 @@ import (
 // the error is a finding.
 func (s *soak) tolerated(p *pod, start time.Time, name string, err error, kinds ...string) bool {
 	if len(kinds) == 0 {
-		kinds = []string{"daemon-kill", "enospc", "cni-hang", "cni-fail"}
+		kinds = []string{"daemon-kill", "enospc", "cni-hang", "cni-fail", "cni-hang-forever"}
 	}
 	if s.flt.during(start, time.Now(), kinds...) || (p != nil && p.faulted.Load()) {
 		s.rpc.tolerate(name, err)

@@ -17,7 +17,7 @@ var faultKinds = []struct {
 	weight int
 	cni    bool // only on a CNI conflist (SOAK_NETWORK=cni)
 }{{"daemon-kill", 35, false}, {"monitor-kill", 35, false}, {"enospc", 15, false}, {"registry-stall", 15, false},
-	{"cni-hang", 10, true}, {"cni-fail", 10, true}}
+	{"cni-hang", 10, true}, {"cni-fail", 10, true}, {"cni-hang-forever", 5, true}}
 
 // window is a span during which RPC errors are a fault's expected effect.
 type window struct {
@@ -35,6 +35,7 @@ type faults struct {
 	windows []window
 	byKind  map[string]int
 	open    map[string]time.Time // windows still open, by kind
+	forever map[string]bool      // pods whose ADD hung for ever, by name
 	last    time.Time
 	async   sync.WaitGroup // the faults that run on
 	quietAt time.Time      // no daemon kill after this
@@ -44,7 +45,8 @@ type faults struct {
 const faultGrace = 2 * time.Second
 
 func newFaults(s *soak, seed int64, every time.Duration) *faults {
-	return &faults{s: s, rng: rand.New(rand.NewSource(seed)), every: every, byKind: map[string]int{}, open: map[string]time.Time{}}
+	return &faults{s: s, rng: rand.New(rand.NewSource(seed)), every: every, byKind: map[string]int{}, open: map[string]time.Time{},
+		forever: map[string]bool{}}
 }
 
 func (f *faults) begin(kind string) {
@@ -146,7 +148,8 @@ func (f *faults) run(ctx context.Context) {
 func (f *faults) inject(kind string) {
 	hold := time.Duration(2000+f.rng.Intn(4000)) * time.Millisecond // drawn here: f.rng is this goroutine's
 	async := map[string]func(){"enospc": func() { f.enospc(hold) }, "cni-hang": func() { f.cniFault("hang") },
-		"cni-fail": func() { f.cniFault("fail") }}
+		"cni-hang-forever": func() { f.cniFault("hang-forever") },
+		"cni-fail":         func() { f.cniFault("fail") }}
 	switch kind {
 	case "daemon-kill":
 		f.daemonKill()
@@ -159,7 +162,8 @@ func (f *faults) inject(kind string) {
 		_, busy := f.open[kind]
 		_, hang := f.open["cni-hang"]
 		_, fail := f.open["cni-fail"]
-		busy = busy || (kind != "enospc" && (hang || fail))
+		_, forever := f.open["cni-hang-forever"]
+		busy = busy || (kind != "enospc" && (hang || fail || forever))
 		if !busy {
 			f.open[kind] = time.Now()
 			f.async.Add(1)

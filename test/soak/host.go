@@ -45,7 +45,7 @@ func alive(pid int) bool {
 }
 
 // processesMentioning lists live processes (but this one and skip) whose
-// command line holds s.
+// command line or environment holds s (a CNI plugin's names its pod).
 func processesMentioning(s string, skip int) []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
@@ -55,7 +55,8 @@ func processesMentioning(s string, skip int) []string {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), s) && alive(pid) {
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && (strings.Contains(string(b), s) || strings.Contains(string(env), s)) && alive(pid) {
 			out = append(out, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
 		}
 	}

@@ -62,7 +62,7 @@ func (s *soak) pullImage(ref string) {
 			s.expectImage(ref, true)
 			return
 		}
-		if !s.tolerated(nil, start, "PullImage "+ref, err, "daemon-kill", "enospc", "registry-stall", "cni-hang", "cni-fail") {
+		if !s.tolerated(nil, start, "PullImage "+ref, err, "daemon-kill", "enospc", "registry-stall", "cni-hang", "cni-fail", "cni-hang-forever") {
 			return
 		}
 		time.Sleep(300 * time.Millisecond)

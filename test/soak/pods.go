@@ -78,7 +78,7 @@ func (s *soak) runPod(p *pod, cfg *runtimeapi.PodSandboxConfig) bool {
 		cfg.Metadata.Attempt = attempt
 		var resp *runtimeapi.RunPodSandboxResponse
 		start := time.Now()
-		err := s.rpc.call("RunPodSandbox", func(ctx context.Context) (err error) {
+		err := s.rpc.callExcused("RunPodSandbox", func() bool { return s.flt.hungForever(p.name) }, func(ctx context.Context) (err error) {
 			resp, err = s.inst.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
 			return err
 		})

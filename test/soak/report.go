@@ -34,6 +34,7 @@ func (s *soak) report(sl, last slope) bool {
 	for _, r := range s.rpc.rows() {
 		fmt.Fprintf(w, "  %s\t%d\t%d\t%v\t%v\t%v\t%v\n", r.name, r.n, r.errs, ms(r.p50), ms(r.p99), ms(r.max), deadlineOf(r.name))
 	}
+	fmt.Fprintf(w, "  (RunPodSandbox of a pod whose CNI ADD hung for ever, ended by its deadline: %d)\n", s.rpc.excusedCalls())
 	printSlope(w, fmt.Sprintf("pooled within each of %d daemon processes", sl.procs), sl, s.cfg.warm)
 	printSlope(w, "the last daemon process (no daemon kill in the last stretch)", last, s.cfg.warm)
 	fmt.Fprintln(w, "errors a fault explains\tcount")

@@ -25,6 +25,7 @@ type rpcStats struct {
 	latencies map[string][]time.Duration
 	errors    map[string]int
 	missed    []string // past their deadline
+	excused   int      // run to their deadline by a fault meant to (a CNI ADD hanging for ever)
 	tolerated map[string]int
 	sample    map[string]string // the first message of each tolerated key
 }
@@ -65,6 +66,12 @@ func newRPCStats() *rpcStats {
 // on (a DeadlineExceeded the daemon sends, such as a pull's no-progress
 // timeout, is an answer in time).
 func (s *rpcStats) call(name string, f func(ctx context.Context) error) error {
+	return s.callExcused(name, nil, f)
+}
+
+// callExcused is call, but a call that ran into its deadline while excuse
+// says a fault meant it to is counted as excused, not missed.
+func (s *rpcStats) callExcused(name string, excuse func() bool, f func(ctx context.Context) error) error {
 	d, ok := deadlines[name]
 	if !ok {
 		d = defaultDeadline
@@ -79,7 +86,10 @@ func (s *rpcStats) call(name string, f func(ctx context.Context) error) error {
 	s.latencies[name] = append(s.latencies[name], lat)
 	if err != nil {
 		s.errors[name]++
-		if ctx.Err() != nil || lat >= d {
+		switch {
+		case (ctx.Err() != nil || lat >= d) && excuse != nil && excuse():
+			s.excused++
+		case ctx.Err() != nil || lat >= d:
 			s.missed = append(s.missed, fmt.Sprintf("%s %s: %s after %v", start.Format("15:04:05.000"), name, err, lat.Round(time.Millisecond)))
 		}
 	}
@@ -110,4 +120,10 @@ func (s *rpcStats) missedDeadlines() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.missed...)
+}
+
+func (s *rpcStats) excusedCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.excused
 }
