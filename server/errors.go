@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"syscall"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -37,6 +38,10 @@ var codeOf = []struct {
 	{image.ErrLayerTooLarge, codes.ResourceExhausted},
 	{image.ErrBadLayer, codes.InvalidArgument},
 	{image.ErrBadArtifact, codes.InvalidArgument},
+	// A full disk or quota anywhere below (state, rootfs, logs, content)
+	// is the node out of a resource, not an unknown failure.
+	{syscall.ENOSPC, codes.ResourceExhausted},
+	{syscall.EDQUOT, codes.ResourceExhausted},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 	{context.Canceled, codes.Canceled},
 }
