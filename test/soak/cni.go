@@ -97,20 +97,29 @@ func (f *faults) cniFault(mode string) {
 	_ = os.Remove(file + ".taken")
 }
 
+// sandboxCreateCap is minicri's bound on a pod's creation, which goes on
+// after the caller's deadline so that the kubelet's retry can take it
+// (sandbox.createTimeout).
+const sandboxCreateCap = 4 * time.Minute
+
+// foreverNeeds is the run time a hang for ever needs left: the creation's
+// cap and the grace of awaitForeverKilled (so soak-ci, 5 minutes, has none).
+const foreverNeeds = sandboxCreateCap + 45*time.Second
+
 // awaitForeverKilled waits until no process of the hang for ever is left:
-// minicri kills the plugin's group when RunPodSandbox's deadline ends it
-// (or, after a daemon kill, when it starts again). Past the RPC's deadline
-// and a restart's worth of grace, a survivor is a finding.
+// minicri kills the plugin's group when the pod's creation reaches its cap
+// (or, after a daemon kill, when it starts again). Past the cap and some
+// grace, a survivor is a finding.
 func (f *faults) awaitForeverKilled() {
 	mark := fmt.Sprintf("sleep\x00%d", cniForever)
-	deadline := time.Now().Add(deadlines["RunPodSandbox"] + 30*time.Second)
+	deadline := time.Now().Add(sandboxCreateCap + 30*time.Second)
 	for {
 		left := processesMentioning(mark, 0)
 		if len(left) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			f.s.find.add("leak", "a CNI plugin hanging for ever still runs %v after its ADD: %v", deadlines["RunPodSandbox"]+30*time.Second, left)
+			f.s.find.add("leak", "a CNI plugin hanging for ever still runs %v after its ADD: %v", sandboxCreateCap+30*time.Second, left)
 			return
 		}
 		time.Sleep(200 * time.Millisecond)

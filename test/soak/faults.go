@@ -39,6 +39,7 @@ type faults struct {
 	last    time.Time
 	async   sync.WaitGroup // the faults that run on
 	quietAt time.Time      // no daemon kill after this
+	endAt   time.Time      // the churn's end
 }
 
 // grace after a fault ends during which errors still count as its effect.
@@ -135,6 +136,9 @@ func (f *faults) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(gap):
+		}
+		if kind == "cni-hang-forever" && time.Until(f.endAt) < foreverNeeds {
+			kind = "cni-hang" // no time left for the creation's cap to end it
 		}
 		if kind == "daemon-kill" && time.Now().After(f.quietAt) {
 			kind = "monitor-kill" // the last stretch keeps one daemon, for its slope

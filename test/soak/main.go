@@ -78,8 +78,8 @@ type soak struct {
 	flt   *faults
 	smp   *sampler
 
-	pullKick                                             chan struct{}
-	churned, probes, pulls, removals, logsChecked, lines atomic.Int64
+	pullKick                                                      chan struct{}
+	churned, probes, streams, pulls, removals, logsChecked, lines atomic.Int64
 }
 
 func main() {
@@ -133,6 +133,7 @@ func (s *soak) run() (bool, error) {
 	s.flt, s.smp = newFaults(s, s.cfg.seed, s.cfg.faultEvery), &sampler{s: s}
 	run := time.Duration(s.cfg.minutes * float64(time.Minute))
 	s.flt.quietAt = s.start.Add(run - max(run/4, min(run, time.Minute)))
+	s.flt.endAt = s.start.Add(run)
 	s.pullImage(busybox)
 	if !s.bel.image(busybox) {
 		return false, fmt.Errorf("cannot pull %s", busybox)

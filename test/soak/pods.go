@@ -56,7 +56,7 @@ func (s *soak) setUp(p *pod, rng *rand.Rand) bool {
 		return false
 	}
 	burst := 20 + rng.Intn(80)
-	logger := fmt.Sprintf(`i=0; while :; do i=$((i+1)); echo "soak line $i"; if [ $((i %% %d)) = 0 ]; then sleep 0.1; fi; done`, burst)
+	logger := serveScript(p) + fmt.Sprintf(`i=0; while :; do i=$((i+1)); echo "soak line $i"; if [ $((i %% %d)) = 0 ]; then sleep 0.1; fi; done`, burst)
 	if p.logger = s.startContainer(p, cfg, "logger", logger); p.logger == "" {
 		return false
 	}

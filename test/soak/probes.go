@@ -25,6 +25,9 @@ func (s *soak) probeUntil(ctx context.Context, p *pod, rng *rand.Rand, until tim
 			return true
 		}
 		s.execProbe(p, rng, n)
+		if n%4 == 1 {
+			s.streamProbe(p, n/4)
+		}
 		s.expectState(p, p.logger, runtimeapi.ContainerState_CONTAINER_RUNNING, 0)
 		if !exitChecked && time.Now().After(p.exitAt.Add(5*time.Second)) {
 			s.expectState(p, p.exiter, runtimeapi.ContainerState_CONTAINER_EXITED, p.exitCode)

@@ -10,7 +10,7 @@ import (
 )
 
 // findingKinds fail the run; each is a row of the table.
-var findingKinds = []string{"leak", "lost-line", "exit-code", "deadline", "convergence", "not-running", "error", "restart"}
+var findingKinds = []string{"leak", "lost-line", "exit-code", "deadline", "convergence", "not-running", "error", "restart", "stream"}
 
 // report prints the final table and returns whether the run passed.
 func (s *soak) report(sl, last slope) bool {
@@ -28,8 +28,8 @@ func (s *soak) report(sl, last slope) bool {
 		fmt.Fprintf(w, "  %s\t%d\n", k.kind, n)
 	}
 	fmt.Fprintf(w, "  total\t%d\n", total)
-	fmt.Fprintf(w, "churn\t%d pods, %d exec probes, %d pulls, %d image removals, %d logs checked (%d lines)\n",
-		s.churned.Load(), s.probes.Load(), s.pulls.Load(), s.removals.Load(), s.logsChecked.Load(), s.lines.Load())
+	fmt.Fprintf(w, "churn\t%d pods, %d exec probes, %d attach/port-forward sessions, %d pulls, %d image removals, %d logs checked (%d lines)\n",
+		s.churned.Load(), s.probes.Load(), s.streams.Load(), s.pulls.Load(), s.removals.Load(), s.logsChecked.Load(), s.lines.Load())
 	fmt.Fprintln(w, "rpc\tcalls\terrors\tp50\tp99\tmax\tdeadline")
 	for _, r := range s.rpc.rows() {
 		fmt.Fprintf(w, "  %s\t%d\t%d\t%v\t%v\t%v\t%v\n", r.name, r.n, r.errs, ms(r.p50), ms(r.p99), ms(r.max), deadlineOf(r.name))
