@@ -3,7 +3,10 @@
 // their lifecycle through the pod's monitor, which drives libcontainer.
 package container
 
-import "github.com/minicri/minicri/internal/idmap"
+import (
+	"github.com/minicri/minicri/internal/idmap"
+	"github.com/minicri/minicri/user"
+)
 
 // Propagation is a mount's propagation mode.
 type Propagation int
@@ -79,12 +82,12 @@ type Profile struct {
 }
 
 // SupplementalGroupsPolicy is the CRI's policy for the image's groups.
-type SupplementalGroupsPolicy int
+type SupplementalGroupsPolicy = user.GroupsPolicy
 
 // Merge adds the groups the image's /etc/group gives the user; Strict does not.
 const (
-	GroupsMerge SupplementalGroupsPolicy = iota
-	GroupsStrict
+	GroupsMerge  = user.GroupsMerge
+	GroupsStrict = user.GroupsStrict
 )
 
 // NamespaceMode says whose namespace the container uses.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/minicri/minicri/user"
 )
 
 // Annotations minicri puts on every container spec (containerd's names).
@@ -104,7 +106,7 @@ func buildProcess(in *SpecInput) (*specs.Process, error) {
 	if !filepath.IsAbs(cwd) {
 		return nil, fmt.Errorf("%w: working directory %q is not absolute", ErrInvalid, cwd)
 	}
-	usr, err := buildUser(in.Rootfs, sec, in.Image.User)
+	usr, err := user.Resolve(in.Rootfs, userRequest(sec), in.Image.User)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +125,12 @@ func buildProcess(in *SpecInput) (*specs.Process, error) {
 		NoNewPrivileges: sec.NoNewPrivs,
 		OOMScoreAdj:     &oomScoreAdj,
 	}, nil
+}
+
+// userRequest is what the request asks of the process's identity.
+func userRequest(sec *Security) *user.Request {
+	return &user.Request{RunAsUser: sec.RunAsUser, RunAsGroup: sec.RunAsGroup, RunAsUsername: sec.RunAsUsername,
+		SupplementalGroups: sec.SupplementalGroups, SupplementalGroupsPolicy: sec.SupplementalGroupsPolicy}
 }
 
 // specNamespaces joins the pod's namespaces and maps its user namespace.
