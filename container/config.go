@@ -4,6 +4,7 @@
 package container
 
 import (
+	"github.com/minicri/minicri/devices"
 	"github.com/minicri/minicri/internal/idmap"
 	"github.com/minicri/minicri/user"
 )
@@ -42,11 +43,7 @@ type Mount struct {
 }
 
 // Device is one CRI device.
-type Device struct {
-	ContainerPath string `json:"container_path"`
-	HostPath      string `json:"host_path"`
-	Permissions   string `json:"permissions,omitempty"` // "rwm" subset; empty means rwm
-}
+type Device = devices.Device
 
 // Resources are the container's cgroup limits.
 type Resources struct {

@@ -8,6 +8,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/minicri/minicri/devices"
 	"github.com/minicri/minicri/user"
 )
 
@@ -157,14 +158,14 @@ func specMountsAndDevices(s *specs.Spec, in *SpecInput, cgroupNS bool) error {
 	}
 	sec := &in.Config.Security
 	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sec, in.Pod.UserNS != nil)
-	devices, rules, moved, err := buildDevices(&in.Config)
+	devs, rules, moved, err := devices.Build(in.Config.Devices, sec.Privileged)
 	if err != nil {
 		return err
 	}
 	if in.Pod.UserNS != nil {
-		devices, s.Mounts = bindMovedDevices(devices, moved, s.Mounts)
+		devs, s.Mounts = devices.BindMoved(devs, moved, s.Mounts)
 	}
-	s.Linux.Devices = devices
+	s.Linux.Devices = devs
 	s.Linux.Resources, err = buildResources(&in.Config.Resources, rules)
 	return err
 }
