@@ -6,6 +6,7 @@ package container
 import (
 	"github.com/minicri/minicri/devices"
 	"github.com/minicri/minicri/internal/idmap"
+	"github.com/minicri/minicri/security"
 	"github.com/minicri/minicri/user"
 )
 
@@ -60,23 +61,18 @@ type Resources struct {
 }
 
 // ProfileType selects a seccomp or AppArmor profile.
-type ProfileType int
+type ProfileType = security.ProfileType
 
-// The CRI's SecurityProfile types.
+// The CRI's SecurityProfile types (see security.ProfileType).
 const (
-	ProfileRuntimeDefault ProfileType = iota
-	ProfileUnconfined
-	ProfileLocalhost
-	// ProfileUnspecified: the request names no profile (AppArmor only; the
-	// CRI's seccomp default is unconfined): the runtime's default applies.
-	ProfileUnspecified
+	ProfileRuntimeDefault = security.ProfileRuntimeDefault
+	ProfileUnconfined     = security.ProfileUnconfined
+	ProfileLocalhost      = security.ProfileLocalhost
+	ProfileUnspecified    = security.ProfileUnspecified
 )
 
 // Profile is a seccomp or AppArmor profile choice.
-type Profile struct {
-	Type ProfileType `json:"type"`
-	Path string      `json:"path,omitempty"` // ProfileLocalhost: the profile file (seccomp) or name (AppArmor)
-}
+type Profile = security.Profile
 
 // SupplementalGroupsPolicy is the CRI's policy for the image's groups.
 type SupplementalGroupsPolicy = user.GroupsPolicy

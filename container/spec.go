@@ -9,6 +9,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/minicri/minicri/devices"
+	"github.com/minicri/minicri/security"
 	"github.com/minicri/minicri/user"
 )
 
@@ -41,7 +42,8 @@ type SpecInput struct {
 	// TargetPID is the PID of the target container's init when
 	// Security.PID == ModeTarget.
 	TargetPID int
-	// HostCaps are the capabilities minicri holds (see HostCapabilities):
+	// HostCaps are the capabilities minicri holds (see
+	// security.HostCapabilities):
 	// what a privileged container, or "add ALL", gets.
 	HostCaps []string
 	// AppArmor is the host's AppArmor; nil means none.
@@ -111,7 +113,8 @@ func buildProcess(in *SpecInput) (*specs.Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	caps, err := buildCapabilities(sec, in.HostCaps)
+	caps, err := security.Capabilities(&security.CapRequest{Privileged: sec.Privileged,
+		CapAdd: sec.CapAdd, CapDrop: sec.CapDrop, AmbientAdd: sec.AmbientAdd}, in.HostCaps)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +160,8 @@ func specMountsAndDevices(s *specs.Spec, in *SpecInput, cgroupNS bool) error {
 		return err
 	}
 	sec := &in.Config.Security
-	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sec, in.Pod.UserNS != nil)
+	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = security.MaskedAndReadonlyPaths(sec.Privileged, in.Pod.UserNS != nil,
+		sec.MaskedPaths, sec.ReadonlyPaths)
 	devs, rules, moved, err := devices.Build(in.Config.Devices, sec.Privileged)
 	if err != nil {
 		return err
@@ -174,11 +178,11 @@ func specMountsAndDevices(s *specs.Spec, in *SpecInput, cgroupNS bool) error {
 func specConfinement(s *specs.Spec, in *SpecInput) error {
 	sec := &in.Config.Security
 	var err error
-	s.Linux.Seccomp, err = buildSeccomp(sec.Seccomp, sec.Privileged, s)
+	s.Linux.Seccomp, err = security.Seccomp(sec.Seccomp, sec.Privileged, s)
 	if err != nil {
 		return err
 	}
-	s.Process.ApparmorProfile, err = buildAppArmor(sec.AppArmor, sec.Privileged, in.AppArmor)
+	s.Process.ApparmorProfile, err = security.AppArmorProfile(sec.AppArmor, sec.Privileged, in.AppArmor)
 	return err
 }
 
