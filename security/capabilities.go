@@ -88,9 +88,9 @@ type CapRequest struct {
 // capabilities are the requested ones that are also in the set; they are
 // made inheritable too, since the kernel raises an ambient capability only
 // when it is permitted and inheritable.
-func Capabilities(sec *CapRequest, hostCaps []string) (*specs.LinuxCapabilities, error) {
+func Capabilities(req *CapRequest, hostCaps []string) (*specs.LinuxCapabilities, error) {
 	var caps []string
-	if sec.Privileged {
+	if req.Privileged {
 		for _, c := range hostCaps {
 			n, err := normalizeCap(c)
 			if err != nil {
@@ -100,7 +100,7 @@ func Capabilities(sec *CapRequest, hostCaps []string) (*specs.LinuxCapabilities,
 		}
 	} else {
 		caps = DefaultCapabilities()
-		if slices.ContainsFunc(sec.CapAdd, isAll) {
+		if slices.ContainsFunc(req.CapAdd, isAll) {
 			caps = nil
 			for _, c := range hostCaps {
 				n, err := normalizeCap(c)
@@ -110,10 +110,10 @@ func Capabilities(sec *CapRequest, hostCaps []string) (*specs.LinuxCapabilities,
 				caps = appendCap(caps, n)
 			}
 		}
-		if slices.ContainsFunc(sec.CapDrop, isAll) {
+		if slices.ContainsFunc(req.CapDrop, isAll) {
 			caps = nil
 		}
-		for _, c := range sec.CapAdd {
+		for _, c := range req.CapAdd {
 			if isAll(c) {
 				continue
 			}
@@ -123,7 +123,7 @@ func Capabilities(sec *CapRequest, hostCaps []string) (*specs.LinuxCapabilities,
 			}
 			caps = appendCap(caps, n)
 		}
-		for _, c := range sec.CapDrop {
+		for _, c := range req.CapDrop {
 			if isAll(c) {
 				continue
 			}
@@ -136,7 +136,7 @@ func Capabilities(sec *CapRequest, hostCaps []string) (*specs.LinuxCapabilities,
 	}
 
 	var ambient []string
-	for _, c := range sec.AmbientAdd {
+	for _, c := range req.AmbientAdd {
 		n, err := normalizeCap(c)
 		if err != nil {
 			return nil, err
