@@ -8,7 +8,7 @@
 // It sees cgroups, PIDs and directories, never a container: container/
 // names them, owns the records and hands the results to the server.
 //
-// Imports: the standard library, opencontainers/cgroups, x/sys/unix and, of
-// the project, only cgdriver. It must never import container/, sandbox/ or
+// Imports: the standard library, opencontainers/cgroups and, of the
+// project, only cgdriver. It must never import container/, sandbox/ or
 // another domain package, the CRI edge (server, streaming, daemon) or gRPC.
 package stats
