@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/minicri/minicri/internal/seccompbpf"
+	"github.com/minicri/minicri/security"
 )
 
 // task is a thread core with the given IDs and permitted/effective caps.
@@ -26,7 +27,7 @@ func task(uid, gid uint32, caps uint32, groups ...uint32) *criucore.ThreadCoreEn
 // capabilities and its IDs, whatever its bounding set (CAP_SETUID in it)
 // and no_new_privs; root keeps its bounding set and may switch IDs.
 func TestCheckTaskCeilings(t *testing.T) {
-	def := defaultCapabilities()
+	def := security.DefaultCapabilities()
 	setuid, _ := capMask([]string{"CAP_SETUID"})
 	all, _ := capMask(def)
 	proc := func(uid uint32, ambient ...string) *specs.Process {

@@ -13,6 +13,8 @@ import (
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/pstree"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/minicri/minicri/security"
 )
 
 func writeImage(t *testing.T, path, magic string, msgs ...proto.Message) {
@@ -43,7 +45,7 @@ func TestCheckCredsAgainstImages(t *testing.T) {
 			Fsuid: proto.Uint32(0), Fsgid: proto.Uint32(0), Secbits: proto.Uint32(0)}},
 	})
 	writeImage(t, filepath.Join(dir, "pstree.img"), "PSTREE", &pstree.PstreeEntry{Pid: proto.Uint32(1), Ppid: proto.Uint32(0), Pgid: proto.Uint32(1), Sid: proto.Uint32(1), Threads: []uint32{1}})
-	spec := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{Bounding: defaultCapabilities()}}}
+	spec := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{Bounding: security.DefaultCapabilities()}}}
 	if err := checkCredsAgainst(dir, spec, nil); err != nil {
 		t.Fatalf("plain root task: %v", err)
 	}

@@ -3,7 +3,12 @@
 // their lifecycle through the pod's monitor, which drives libcontainer.
 package container
 
-import "github.com/minicri/minicri/internal/idmap"
+import (
+	"github.com/minicri/minicri/devices"
+	"github.com/minicri/minicri/internal/idmap"
+	"github.com/minicri/minicri/security"
+	"github.com/minicri/minicri/user"
+)
 
 // Propagation is a mount's propagation mode.
 type Propagation int
@@ -39,11 +44,7 @@ type Mount struct {
 }
 
 // Device is one CRI device.
-type Device struct {
-	ContainerPath string `json:"container_path"`
-	HostPath      string `json:"host_path"`
-	Permissions   string `json:"permissions,omitempty"` // "rwm" subset; empty means rwm
-}
+type Device = devices.Device
 
 // Resources are the container's cgroup limits.
 type Resources struct {
@@ -60,31 +61,26 @@ type Resources struct {
 }
 
 // ProfileType selects a seccomp or AppArmor profile.
-type ProfileType int
+type ProfileType = security.ProfileType
 
-// The CRI's SecurityProfile types.
+// The CRI's SecurityProfile types (see security.ProfileType).
 const (
-	ProfileRuntimeDefault ProfileType = iota
-	ProfileUnconfined
-	ProfileLocalhost
-	// ProfileUnspecified: the request names no profile (AppArmor only; the
-	// CRI's seccomp default is unconfined): the runtime's default applies.
-	ProfileUnspecified
+	ProfileRuntimeDefault = security.ProfileRuntimeDefault
+	ProfileUnconfined     = security.ProfileUnconfined
+	ProfileLocalhost      = security.ProfileLocalhost
+	ProfileUnspecified    = security.ProfileUnspecified
 )
 
 // Profile is a seccomp or AppArmor profile choice.
-type Profile struct {
-	Type ProfileType `json:"type"`
-	Path string      `json:"path,omitempty"` // ProfileLocalhost: the profile file (seccomp) or name (AppArmor)
-}
+type Profile = security.Profile
 
 // SupplementalGroupsPolicy is the CRI's policy for the image's groups.
-type SupplementalGroupsPolicy int
+type SupplementalGroupsPolicy = user.GroupsPolicy
 
 // Merge adds the groups the image's /etc/group gives the user; Strict does not.
 const (
-	GroupsMerge SupplementalGroupsPolicy = iota
-	GroupsStrict
+	GroupsMerge  = user.GroupsMerge
+	GroupsStrict = user.GroupsStrict
 )
 
 // NamespaceMode says whose namespace the container uses.

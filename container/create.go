@@ -13,6 +13,7 @@ import (
 
 	"github.com/minicri/minicri/cgdriver"
 	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/imagevolume"
 	"github.com/minicri/minicri/internal/atomicfile"
 	"github.com/minicri/minicri/internal/hostdir"
 	"github.com/minicri/minicri/internal/idindex"
@@ -159,7 +160,7 @@ func (c *creation) acquireImageVolumes(ctx context.Context) error {
 }
 
 func (c *creation) releaseImageVolumes(context.Context) error {
-	if err := releaseImageVolumes(c.m.opts.Images, imageVolumesHolder(c.rec.ID), c.m.imageVolumesDir(c.rec.ID)); err != nil {
+	if err := imagevolume.Release(c.m.opts.Images, imageVolumesHolder(c.rec.ID), c.m.imageVolumesDir(c.rec.ID)); err != nil {
 		return err
 	}
 	c.rec.ImageMounts = nil
@@ -368,7 +369,7 @@ func imageConfig(img image.Image) ImageConfig {
 // removeDirs deletes the container's state and root directories.
 func (m *Manager) removeDirs(id string) error {
 	// Never walk into a mount: an image volume, the rootfs or a layer.
-	if err := unmountImageVolumes(m.imageVolumesDir(id)); err != nil {
+	if err := imagevolume.Unmount(m.imageVolumesDir(id)); err != nil {
 		return err
 	}
 	if err := unmountRootfs(m.rootfsPath(id)); err != nil {

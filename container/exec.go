@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/minicri/minicri/execio"
 	"github.com/minicri/minicri/ocirt"
 )
 
@@ -43,23 +42,23 @@ func (m *Manager) ExecSync(ctx context.Context, id string, cmd []string, timeout
 		return ExecResult{}, err
 	}
 	e := &ocirt.ExecSpec{Process: sp}
-	stdout, stderr := &capped{max: MaxExecOutput}, &capped{max: MaxExecOutput}
-	drained, err := attachOutput(e, stdout, stderr)
+	out, err := execio.Capture(e, MaxExecOutput)
 	if err != nil {
 		return ExecResult{}, err
 	}
 	p, err := h.Exec(*e)
-	closeChildEnds(e)
+	execio.CloseChildEnds(e)
 	if err != nil {
-		drained.wait(0)
+		out.Wait(0)
 		return ExecResult{}, fmt.Errorf("exec in container %s: %w", id, err)
 	}
 	code, err := waitExec(ctx, p, timeout)
-	drained.wait(2 * time.Second)
+	out.Wait(2 * time.Second)
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("exec %q in container %s: %w", cmd[0], id, err)
 	}
-	return ExecResult{Stdout: stdout.bytes(), Stderr: stderr.bytes(), ExitCode: code}, nil
+	stdout, stderr := out.Bytes()
+	return ExecResult{Stdout: stdout, Stderr: stderr, ExitCode: code}, nil
 }
 
 // execProcess loads the container and builds an exec process from its spec
@@ -140,93 +139,4 @@ func exitStatus(ps *os.ProcessState) int32 {
 		return int32(128 + int(ws.Signal())) //nolint:gosec // a signal number is below 65
 	}
 	return int32(ps.ExitCode()) //nolint:gosec // an exit status is 0..255 (or -1)
-}
-
-// attachOutput gives p pipes for stdout and stderr whose read ends are
-// drained into the writers.
-func attachOutput(p *ocirt.ExecSpec, stdout, stderr io.Writer) (*drain, error) {
-	d := &drain{}
-	for _, pair := range []struct {
-		set func(*os.File)
-		w   io.Writer
-	}{
-		{func(f *os.File) { p.Stdout = f }, stdout},
-		{func(f *os.File) { p.Stderr = f }, stderr},
-	} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, f := range d.readers {
-				f.Close()
-			}
-			closeChildEnds(p)
-			return nil, err
-		}
-		d.readers = append(d.readers, r)
-		pair.set(w)
-		d.wg.Add(1)
-		go func(dst io.Writer) {
-			defer d.wg.Done()
-			_, _ = io.Copy(dst, r) // ends when the pipe closes or the client is gone
-		}(pair.w)
-	}
-	return d, nil
-}
-
-// closeChildEnds closes the daemon's copies of the pipe ends the process got.
-func closeChildEnds(p *ocirt.ExecSpec) {
-	for _, f := range []*os.File{p.Stdout, p.Stderr} {
-		if f != nil {
-			f.Close()
-		}
-	}
-}
-
-// drain is the copying of an exec's output.
-type drain struct {
-	wg      sync.WaitGroup
-	readers []*os.File
-}
-
-// wait waits until the output hits EOF, up to max (0: no limit), then closes
-// the read ends. Past max something the command left behind still holds the
-// pipes (a background writer in the container): closing them ends the
-// copiers, and the writer gets EPIPE, instead of both living on.
-func (d *drain) wait(max time.Duration) {
-	done := make(chan struct{})
-	go func() { d.wg.Wait(); close(done) }()
-	if max > 0 {
-		select {
-		case <-done:
-		case <-time.After(max):
-		}
-	}
-	for _, r := range d.readers {
-		r.Close() // interrupts a pending Read: os.Pipe ends are pollable
-	}
-	<-done
-}
-
-// capped keeps the first max bytes written to it and drops the rest.
-type capped struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (c *capped) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.max - len(c.buf); room > 0 {
-		if len(b) < room {
-			room = len(b)
-		}
-		c.buf = append(c.buf, b[:room]...)
-	}
-	return len(b), nil
-}
-
-func (c *capped) bytes() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf
 }

@@ -14,14 +14,14 @@ type FsUsage struct {
 }
 
 // FsInfo sums the writable layers under <root>/containers (each walked at
-// most every diskTTL, as stats do) and names their filesystem.
+// most every stats.DiskTTL, as stats do) and names their filesystem.
 func (m *Manager) FsInfo() (FsUsage, error) {
 	now := time.Now()
 	u := FsUsage{Timestamp: now}
 	for _, c := range m.store.all("") {
 		d := m.writableUsage(c.ID(), now)
-		u.UsedBytes += d.bytes
-		u.InodesUsed += d.inodes
+		u.UsedBytes += d.Bytes
+		u.InodesUsed += d.Inodes
 	}
 	mi, err := lookupMount(m.recordsDir())
 	if err != nil {

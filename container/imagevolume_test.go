@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/minicri/minicri/image"
+	"github.com/minicri/minicri/imagevolume"
 )
 
 // fakeImages pins images by ID, with the store's set semantics: one pin
@@ -123,29 +124,6 @@ func TestWithImageVolumesReplacesImageMountsInOrder(t *testing.T) {
 	}
 }
 
-func TestResolveSubPathStaysInRoot(t *testing.T) {
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "etc", "ssl"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/etc/ssl", filepath.Join(root, "certs")); err != nil {
-		t.Fatal(err)
-	}
-	got, err := resolveSubPath(root, "certs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := filepath.Join(root, "etc", "ssl"); got != want {
-		t.Fatalf("certs -> %s, want %s (inside the root)", got, want)
-	}
-	if _, err := resolveSubPath(root, "missing"); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("missing sub path: %v, want ErrInvalid", err)
-	}
-	if got, _ := resolveSubPath(root, ""); got != root {
-		t.Fatalf("empty sub path -> %s", got)
-	}
-}
-
 func needRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -163,7 +141,7 @@ func TestAcquireImageVolumesMountsReadOnlyOverlay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { releaseImageVolumes(images, "c1/imagevols", dir) })
+	t.Cleanup(func() { imagevolume.Release(images, "c1/imagevols", dir) })
 	if len(images.pins["sha256:vol"]) != 1 || len(ims) != 2 {
 		t.Fatalf("pins = %v, mounts = %+v", images.pins, ims)
 	}
@@ -180,7 +158,7 @@ func TestAcquireImageVolumesMountsReadOnlyOverlay(t *testing.T) {
 		t.Fatalf("recorded %+v", ims)
 	}
 
-	if err := releaseImageVolumes(images, "c1/imagevols", dir); err != nil {
+	if err := imagevolume.Release(images, "c1/imagevols", dir); err != nil {
 		t.Fatal(err)
 	}
 	if len(images.pins["sha256:vol"]) != 0 {
@@ -205,7 +183,7 @@ func TestAcquireImageVolumesMissingSubPathReturnsWhatToRelease(t *testing.T) {
 	if len(ims) != 2 || len(images.pins["sha256:vol"]) != 1 {
 		t.Fatalf("partial = %+v, pins = %v", ims, images.pins)
 	}
-	if err := releaseImageVolumes(images, "c1/imagevols", dir); err != nil {
+	if err := imagevolume.Release(images, "c1/imagevols", dir); err != nil {
 		t.Fatal(err)
 	}
 	if len(images.pins["sha256:vol"]) != 0 {
@@ -241,7 +219,7 @@ func TestUnmountImageVolumesIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := unmountImageVolumes(dir); err != nil {
+		if err := imagevolume.Unmount(dir); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -261,7 +261,7 @@ func (m *Manager) removeLocked(ctx context.Context, c *Container) error {
 	if m.opts.Hooks.Active() {
 		m.opts.Hooks.RemoveContainer(ctx, m.infoOf(c).Hook())
 	}
-	m.rates.forget(c.ID())
+	m.rates.Forget(c.ID())
 	m.store.delete(c.ID())
 	m.names.release(nameKey(c.rec.PodID, c.rec.Config), c.ID())
 	m.events.Publish(events.Event{Kind: events.Deleted, ID: c.ID(), PodID: c.rec.PodID})
@@ -285,7 +285,7 @@ func (m *Manager) release(ctx context.Context, rec Record) error {
 	if err := m.releaseImageVolumes(rec); err != nil {
 		return err
 	}
-	m.metrics.forget(rec.ID)
+	m.metrics.Forget(rec.ID)
 	if rec.ImageID != "" {
 		if err := m.opts.Images.Release(rec.ID); err != nil {
 			m.log.Warn("release image", "container", rec.ID, "image", rec.ImageID, "err", err)
@@ -339,7 +339,7 @@ func (m *Manager) RemovePod(ctx context.Context, podID string) error {
 			errs = append(errs, err)
 		}
 	}
-	m.rates.forget(podRateKey(podID))
+	m.rates.Forget(podRateKey(podID))
 	return errors.Join(errs...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/idindex"
+	"github.com/minicri/minicri/stats"
 )
 
 // Images is the part of the image store containers use: an image is pinned
@@ -52,11 +53,12 @@ type Manager struct {
 	log    *slog.Logger
 	store  *store
 	names  *names
-	rates  *rates
+	rates  *stats.Rates
 	events *events.Broker
 	done   chan struct{} // closed by Close
-	// metrics caches the CRI metrics samples (see metrics.go).
-	metrics *metricsCache
+	// metrics caches the CRI metrics samples and the writable layers'
+	// usage (see metrics.go).
+	metrics *stats.Cache
 }
 
 // New creates the manager and recovers the containers a previous run left.
@@ -70,9 +72,9 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.Hooks == nil {
 		opts.Hooks = noHooks{}
 	}
-	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames(), rates: &rates{last: map[string]Usage{}},
+	m := &Manager{opts: opts, log: opts.Log, store: newStore(), names: newNames(), rates: stats.NewRates(),
 		events: opts.Events, done: make(chan struct{}),
-		metrics: newMetricsCache()}
+		metrics: stats.NewCache()}
 	if err := m.ensureDirs(); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/minicri/minicri/stats"
 )
 
 type onePod struct{ pod PodInfo }
@@ -24,17 +26,17 @@ func TestRemovePodForgetsItsRates(t *testing.T) {
 	}
 	pod := PodInfo{ID: "pod-rates", CgroupPath: "/pod-rates"}
 	m := &Manager{opts: Options{Pods: onePod{pod}}, store: newStore(), names: newNames(),
-		rates: &rates{last: map[string]Usage{}}, metrics: newMetricsCache()}
+		rates: stats.NewRates(), metrics: stats.NewCache()}
 	if _, err := m.PodStats(pod.ID); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.rates.last) == 0 {
+	if m.rates.Len() == 0 {
 		t.Fatal("PodStats kept no CPU sample: the test cannot see what RemovePod forgets")
 	}
 	if err := m.RemovePod(context.Background(), pod.ID); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.rates.last) != 0 {
-		t.Fatalf("rates still hold %d samples after the pod was removed: %v", len(m.rates.last), m.rates.last)
+	if n := m.rates.Len(); n != 0 {
+		t.Fatalf("rates still hold %d samples after the pod was removed", n)
 	}
 }

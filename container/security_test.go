@@ -2,65 +2,12 @@ package container
 
 import (
 	"errors"
-	"math/bits"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
-)
 
-func TestBuildCapabilities(t *testing.T) {
-	host := []string{"CAP_CHOWN", "CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_KILL"}
-	def := defaultCapabilities()
-	without := func(caps []string, drop ...string) []string {
-		return slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return slices.Contains(drop, c) })
-	}
-	tests := []struct {
-		name    string
-		sec     Security
-		want    []string
-		ambient []string
-		invalid bool
-	}{
-		{name: "default", want: def},
-		{name: "add any spelling", sec: Security{CapAdd: []string{"NET_ADMIN", "sys_time", "CAP_SYS_PTRACE", "cap_chown"}},
-			want: append(slices.Clone(def), "CAP_NET_ADMIN", "CAP_SYS_TIME", "CAP_SYS_PTRACE")},
-		{name: "drop", sec: Security{CapDrop: []string{"NET_RAW", "cap_chown", "SYS_ADMIN"}}, want: without(def, "CAP_NET_RAW", "CAP_CHOWN")},
-		{name: "add ALL", sec: Security{CapAdd: []string{"ALL"}}, want: host},
-		{name: "add all lower case, drop one", sec: Security{CapAdd: []string{"all"}, CapDrop: []string{"CHOWN"}}, want: without(host, "CAP_CHOWN")},
-		{name: "drop ALL", sec: Security{CapDrop: []string{"ALL"}}, want: nil},
-		{name: "drop ALL add one", sec: Security{CapDrop: []string{"ALL"}, CapAdd: []string{"NET_BIND_SERVICE"}}, want: []string{"CAP_NET_BIND_SERVICE"}},
-		{name: "add ALL and drop ALL", sec: Security{CapAdd: []string{"ALL"}, CapDrop: []string{"ALL"}}, want: nil},
-		{name: "drop wins over add", sec: Security{CapAdd: []string{"SYS_TIME"}, CapDrop: []string{"SYS_TIME"}}, want: def},
-		{name: "privileged", sec: Security{Privileged: true, CapDrop: []string{"ALL"}}, want: host},
-		{name: "ambient only when held", sec: Security{AmbientAdd: []string{"NET_BIND_SERVICE", "SYS_ADMIN"}}, want: def, ambient: []string{"CAP_NET_BIND_SERVICE"}},
-		{name: "ambient after add", sec: Security{CapAdd: []string{"SYS_ADMIN"}, AmbientAdd: []string{"cap_sys_admin"}},
-			want: append(slices.Clone(def), "CAP_SYS_ADMIN"), ambient: []string{"CAP_SYS_ADMIN"}},
-		{name: "empty name", sec: Security{CapAdd: []string{""}}, invalid: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, err := buildCapabilities(&tt.sec, host)
-			if tt.invalid {
-				wantInvalid(t, err)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, set := range map[string][]string{"bounding": c.Bounding, "effective": c.Effective, "permitted": c.Permitted} {
-				if !slices.Equal(set, tt.want) {
-					t.Fatalf("%s = %v, want %v", name, set, tt.want)
-				}
-			}
-			if !slices.Equal(c.Ambient, tt.ambient) || !slices.Equal(c.Inheritable, tt.ambient) {
-				t.Fatalf("ambient = %v, inheritable = %v, want both %v", c.Ambient, c.Inheritable, tt.ambient)
-			}
-		})
-	}
-}
+	"github.com/minicri/minicri/security"
+)
 
 func TestBuildSpecCapabilities(t *testing.T) {
 	in := testInput(t)
@@ -73,38 +20,6 @@ func TestBuildSpecCapabilities(t *testing.T) {
 	s = mustBuild(t, in)
 	if !slices.Equal(s.Process.Capabilities.Effective, in.HostCaps) {
 		t.Fatalf("privileged caps = %+v, want %v", s.Process.Capabilities, in.HostCaps)
-	}
-}
-
-func TestHostCapabilities(t *testing.T) {
-	caps, err := HostCapabilities()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Compare with the bounding set the kernel reports.
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bnd uint64
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapBnd:"); ok {
-			bnd, err = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if len(caps) != bits.OnesCount64(bnd) {
-		t.Fatalf("HostCapabilities() = %d caps %v, CapBnd %#x has %d", len(caps), caps, bnd, bits.OnesCount64(bnd))
-	}
-	for _, c := range caps {
-		if !strings.HasPrefix(c, "CAP_") || strings.ToUpper(c) != c {
-			t.Fatalf("bad capability name %q", c)
-		}
-	}
-	if os.Geteuid() == 0 && bnd&1 != 0 && !slices.Contains(caps, "CAP_CHOWN") {
-		t.Fatalf("CAP_CHOWN missing from %v", caps)
 	}
 }
 
@@ -121,9 +36,9 @@ func TestMaskedAndReadonlyPaths(t *testing.T) {
 		{"empty means none in a pod user namespace", Security{MaskedPaths: []string{}, ReadonlyPaths: []string{}}, true, []string{}, []string{}},
 		// Without one (Unmasked needs hostUsers: false), none would leave
 		// root a writable /proc/sys: the kubelet's defaults.
-		{"nil means the defaults without a pod user namespace", Security{}, false, defaultMaskedPaths(), defaultReadonlyPaths()},
+		{"nil means the defaults without a pod user namespace", Security{}, false, security.DefaultMaskedPaths(), security.DefaultReadonlyPaths()},
 		{"empty means the defaults without a pod user namespace", Security{MaskedPaths: []string{}, ReadonlyPaths: []string{}}, false,
-			defaultMaskedPaths(), defaultReadonlyPaths()},
+			security.DefaultMaskedPaths(), security.DefaultReadonlyPaths()},
 		{"kubelet defaults", Security{MaskedPaths: []string{"/proc/kcore", "/proc/keys"}, ReadonlyPaths: []string{"/proc/sys"}}, false,
 			[]string{"/proc/kcore", "/proc/keys"}, []string{"/proc/sys"}},
 		{"overrides", Security{MaskedPaths: []string{"/bin/ls"}, ReadonlyPaths: []string{"/tmp"}}, true, []string{"/bin/ls"}, []string{"/tmp"}},

@@ -7,6 +7,10 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/minicri/minicri/devices"
+	"github.com/minicri/minicri/security"
+	"github.com/minicri/minicri/user"
 )
 
 // Annotations minicri puts on every container spec (containerd's names).
@@ -38,7 +42,8 @@ type SpecInput struct {
 	// TargetPID is the PID of the target container's init when
 	// Security.PID == ModeTarget.
 	TargetPID int
-	// HostCaps are the capabilities minicri holds (see HostCapabilities):
+	// HostCaps are the capabilities minicri holds (see
+	// security.HostCapabilities):
 	// what a privileged container, or "add ALL", gets.
 	HostCaps []string
 	// AppArmor is the host's AppArmor; nil means none.
@@ -104,11 +109,12 @@ func buildProcess(in *SpecInput) (*specs.Process, error) {
 	if !filepath.IsAbs(cwd) {
 		return nil, fmt.Errorf("%w: working directory %q is not absolute", ErrInvalid, cwd)
 	}
-	usr, err := buildUser(in.Rootfs, sec, in.Image.User)
+	usr, err := user.Resolve(in.Rootfs, userRequest(sec), in.Image.User)
 	if err != nil {
 		return nil, err
 	}
-	caps, err := buildCapabilities(sec, in.HostCaps)
+	caps, err := security.Capabilities(&security.CapRequest{Privileged: sec.Privileged,
+		CapAdd: sec.CapAdd, CapDrop: sec.CapDrop, AmbientAdd: sec.AmbientAdd}, in.HostCaps)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +129,12 @@ func buildProcess(in *SpecInput) (*specs.Process, error) {
 		NoNewPrivileges: sec.NoNewPrivs,
 		OOMScoreAdj:     &oomScoreAdj,
 	}, nil
+}
+
+// userRequest is what the request asks of the process's identity.
+func userRequest(sec *Security) *user.Request {
+	return &user.Request{RunAsUser: sec.RunAsUser, RunAsGroup: sec.RunAsGroup, RunAsUsername: sec.RunAsUsername,
+		SupplementalGroups: sec.SupplementalGroups, SupplementalGroupsPolicy: sec.SupplementalGroupsPolicy}
 }
 
 // specNamespaces joins the pod's namespaces and maps its user namespace.
@@ -148,15 +160,16 @@ func specMountsAndDevices(s *specs.Spec, in *SpecInput, cgroupNS bool) error {
 		return err
 	}
 	sec := &in.Config.Security
-	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = maskedAndReadonlyPaths(sec, in.Pod.UserNS != nil)
-	devices, rules, moved, err := buildDevices(&in.Config)
+	s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = security.MaskedAndReadonlyPaths(sec.Privileged, in.Pod.UserNS != nil,
+		sec.MaskedPaths, sec.ReadonlyPaths)
+	devs, rules, moved, err := devices.Build(in.Config.Devices, sec.Privileged)
 	if err != nil {
 		return err
 	}
 	if in.Pod.UserNS != nil {
-		devices, s.Mounts = bindMovedDevices(devices, moved, s.Mounts)
+		devs, s.Mounts = devices.BindMoved(devs, moved, s.Mounts)
 	}
-	s.Linux.Devices = devices
+	s.Linux.Devices = devs
 	s.Linux.Resources, err = buildResources(&in.Config.Resources, rules)
 	return err
 }
@@ -165,11 +178,11 @@ func specMountsAndDevices(s *specs.Spec, in *SpecInput, cgroupNS bool) error {
 func specConfinement(s *specs.Spec, in *SpecInput) error {
 	sec := &in.Config.Security
 	var err error
-	s.Linux.Seccomp, err = buildSeccomp(sec.Seccomp, sec.Privileged, s)
+	s.Linux.Seccomp, err = security.Seccomp(sec.Seccomp, sec.Privileged, s)
 	if err != nil {
 		return err
 	}
-	s.Process.ApparmorProfile, err = buildAppArmor(sec.AppArmor, sec.Privileged, in.AppArmor)
+	s.Process.ApparmorProfile, err = security.AppArmorProfile(sec.AppArmor, sec.Privileged, in.AppArmor)
 	return err
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/configs/validate"
 	"github.com/opencontainers/runc/libcontainer/specconv"
+
+	"github.com/minicri/minicri/security"
 )
 
 // TestSpecConvertsForLibcontainer proves that what BuildSpec produces is
@@ -19,7 +21,7 @@ func TestSpecConvertsForLibcontainer(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	hostCaps, err := HostCapabilities()
+	hostCaps, err := security.HostCapabilities()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,28 +10,14 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-const (
-	testPasswd = `root:x:0:0:root:/root:/bin/sh
-daemon:x:1:1:daemon:/:/bin/false
-alice:x:1000:1000::/home/alice:/bin/sh
-bob:x:1001:1001::/home/bob:/bin/sh
-`
-	testGroup = `root:x:0:
-daemon:x:1:
-wheel:x:10:alice,root
-staff:x:50:bob
-alice:x:1000:alice
-bob:x:1001:
-extra:x:50000:alice
-`
-)
-
-// testRootfs makes a fake rootfs with /etc/passwd and /etc/group.
+// testRootfs makes a fake rootfs with the /etc/passwd and /etc/group the
+// user package's tests resolve users in.
 func testRootfs(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "etc/passwd"), testPasswd)
-	writeFile(t, filepath.Join(root, "etc/group"), testGroup)
+	if err := os.CopyFS(root, os.DirFS(filepath.Join("..", "user", "testdata", "rootfs"))); err != nil {
+		t.Fatal(err)
+	}
 	return root
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/security"
 )
 
 // newContainers creates the container manager with what it needs of the
@@ -25,7 +26,7 @@ import (
 // frozen).
 func newContainers(ctx context.Context, cfg config.Config, images *image.Store, sandboxes *sandbox.Manager,
 	handlers container.Runtimes, bus *events.Broker, hooks container.Hooks, log *slog.Logger) (*container.Manager, *checkpoint.Checkpointer, *apparmor.Host, error) {
-	caps, err := container.HostCapabilities()
+	caps, err := security.HostCapabilities()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read own capabilities: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/minicri/minicri/container"
 	"github.com/minicri/minicri/network"
+	"github.com/minicri/minicri/stats"
 )
 
 func TestEveryMetricHasADescriptorWithItsLabels(t *testing.T) {
@@ -26,8 +27,8 @@ func TestEveryMetricHasADescriptorWithItsLabels(t *testing.T) {
 		}
 		keys[d.Name] = len(d.LabelKeys)
 	}
-	c := container.Sample{Timestamp: time.Now(), Hugetlb: map[string]cgroups.HugetlbStats{"2MB": {Usage: 1}},
-		Blkio: []container.BlkioDevice{{Major: 8, Device: "/dev/sda", ReadBytes: 1}}}
+	c := container.Sample{Sample: stats.Sample{Timestamp: time.Now(), Hugetlb: map[string]cgroups.HugetlbStats{"2MB": {Usage: 1}},
+		Blkio: []container.BlkioDevice{{Major: 8, Device: "/dev/sda", ReadBytes: 1}}}}
 	c.ID, c.CgroupsPath, c.ImageName = "ctr", "minicri/pod/ctr", "busybox"
 	c.Config.Resources.CPUQuota = 20000
 	pm := podMetricsToCRI(container.PodSample{PodID: "pod", CgroupPath: "/minicri/pod", Timestamp: time.Now(),

@@ -10,6 +10,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -97,11 +98,13 @@ func TestInternalImportsOnlyInternal(t *testing.T) {
 }
 
 // TestAdaptersStayBelowTheDomain: the adapters of the host (OCI runtimes,
-// cgroup driver, CDI, AppArmor, telemetry) never import a domain package,
-// the CRI edge or the daemon; each says so in its doc.go.
+// cgroup driver, CDI, AppArmor, telemetry) never import a domain package
+// (the rooms container/ builds on among them), the CRI edge or the daemon;
+// each says so in its doc.go.
 func TestAdaptersStayBelowTheDomain(t *testing.T) {
 	forbidden := []string{"container", "sandbox", "network", "image", "monitor",
-		"server", "streaming", "daemon", "checkpoint", "nri"}
+		"server", "streaming", "daemon", "checkpoint", "nri",
+		"stats", "user", "devices", "security", "imagevolume", "execio"}
 	adapters := map[string]bool{"ocirt": true, "cgdriver": true, "cdi": true,
 		"apparmor": true, "telemetry": true}
 	found := 0
@@ -210,10 +213,16 @@ func TestFunctionsAreShort(t *testing.T) {
 // domain without importing it (the domain packages define the hooks and the
 // hook package the values they hand over); hook imports nothing of the project.
 func TestNRISeesTheDomainOnlyThroughHook(t *testing.T) {
-	allowed := map[string]func(string) bool{
+	importsOnly(t, map[string]func(string) bool{
 		"nri":  func(imp string) bool { return imp == "hook" || under(imp, "internal") },
 		"hook": func(string) bool { return false },
-	}
+	}, "")
+}
+
+// importsOnly checks that each package allowed names exists and imports, of
+// the module, only what its function accepts; why ends each complaint.
+func importsOnly(t *testing.T, allowed map[string]func(string) bool, why string) {
+	t.Helper()
 	found := 0
 	for _, p := range list(t) {
 		ok, checked := allowed[p.path]
@@ -223,11 +232,59 @@ func TestNRISeesTheDomainOnlyThroughHook(t *testing.T) {
 		found++
 		for _, imp := range p.imports {
 			if !ok(imp) {
-				t.Errorf("%s imports %s", p.path, imp)
+				t.Errorf("%s imports %s%s", p.path, imp, why)
 			}
 		}
 	}
 	if found != len(allowed) {
 		t.Fatalf("found %d of the packages %v", found, allowed)
 	}
+}
+
+// TestContainerRoomsStayBelowIt: the packages container/ builds a container
+// from never import container/ (no cycle, no reaching back up) nor any
+// other domain package, the edge or the daemon: each imports of the project
+// only what its doc.go names.
+func TestContainerRoomsStayBelowIt(t *testing.T) {
+	onlyInternal := func(imp string) bool { return under(imp, "internal") }
+	importsOnly(t, map[string]func(string) bool{
+		"stats":       func(imp string) bool { return imp == "cgdriver" || onlyInternal(imp) },
+		"user":        onlyInternal,
+		"devices":     onlyInternal,
+		"security":    onlyInternal,
+		"imagevolume": func(imp string) bool { return imp == "image" || onlyInternal(imp) },
+		"execio":      func(imp string) bool { return imp == "ocirt" || onlyInternal(imp) },
+	}, ": a room below container/ must stay below it")
+}
+
+// TestContainerPackageStaysSmall: container/ holds what a container is
+// (config to spec, rootfs, lifecycle, exec, its stats); a concern that
+// grows goes to a room of its own. Counted as
+// `find container -name '*.go' ! -name '*_test.go' | xargs cat | wc -l`.
+func TestContainerPackageStaysSmall(t *testing.T) {
+	const maxLines = 4500
+	dir := filepath.Join(root(t), "container")
+	lines, files := 0, 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		lines += bytes.Count(data, []byte("\n"))
+		files++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files == 0 {
+		t.Fatalf("no Go file under %s", dir)
+	}
+	if lines > maxLines {
+		t.Errorf("container/ has %d non-test Go lines in %d files (at most %d): give a concern a package of its own", lines, files, maxLines)
+	}
+	t.Logf("container/: %d non-test Go lines in %d files", lines, files)
 }

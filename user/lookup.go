@@ -1,4 +1,4 @@
-package container
+package user
 
 import (
 	"errors"
@@ -12,13 +12,11 @@ import (
 	"strings"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
-	"github.com/moby/sys/user"
+	sysuser "github.com/moby/sys/user"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-)
 
-// This file resolves the container's user the way containerd's CRI plugin
-// does (pkg/oci WithUser/WithUserID/WithUsername/WithAdditionalGIDs and
-// internal/cri/opts WithAdditionalGIDs/WithSupplementalGroups).
+	"github.com/minicri/minicri/internal/errdefs"
+)
 
 // maxUserFileBytes caps how much of the image's /etc/passwd or /etc/group is
 // read (containerd uses the same limit).
@@ -29,86 +27,6 @@ var (
 	errNoGroupsFound = errors.New("no groups found")
 )
 
-// generateUserString mirrors containerd's util.GenerateUserString: the
-// user name wins over the uid, and a group needs a user.
-func generateUserString(username string, uid, gid *int64) (string, error) {
-	var userstr, groupstr string
-	if uid != nil {
-		userstr = strconv.FormatInt(*uid, 10)
-	}
-	if username != "" {
-		userstr = username
-	}
-	if gid != nil {
-		groupstr = strconv.FormatInt(*gid, 10)
-	}
-	if userstr == "" {
-		if groupstr != "" {
-			return "", fmt.Errorf("%w: user group %q is specified without user", ErrInvalid, groupstr)
-		}
-		return "", nil
-	}
-	if groupstr != "" {
-		userstr += ":" + groupstr
-	}
-	return userstr, nil
-}
-
-// buildUser returns the process user: uid, gid and additional gids.
-func buildUser(rootfs string, sec *Security, imageUser string) (specs.User, error) {
-	var u specs.User
-
-	userstr, err := generateUserString(sec.RunAsUsername, sec.RunAsUser, sec.RunAsGroup)
-	if err != nil {
-		return u, err
-	}
-	if userstr == "" {
-		// No user override via CRI: use the image's.
-		userstr = imageUser
-	}
-	if userstr != "" {
-		if err := resolveUser(rootfs, userstr, &u); err != nil {
-			return u, err
-		}
-		u.AdditionalGids = []uint32{u.GID}
-	}
-
-	switch sec.SupplementalGroupsPolicy {
-	case GroupsMerge:
-		// The user whose /etc/group memberships are merged in.
-		addUser := "0"
-		switch {
-		case sec.RunAsUsername != "":
-			addUser = sec.RunAsUsername
-		case sec.RunAsUser != nil:
-			addUser = strconv.FormatInt(*sec.RunAsUser, 10)
-		case imageUser != "":
-			addUser, _, _ = strings.Cut(imageUser, ":")
-		}
-		gids, err := imageGroupsOf(rootfs, addUser)
-		if err != nil {
-			return u, err
-		}
-		if !slices.Contains(gids, u.GID) {
-			gids = append([]uint32{u.GID}, gids...)
-		}
-		u.AdditionalGids = mergeGids(gids, u.AdditionalGids)
-	case GroupsStrict:
-	default:
-		return u, fmt.Errorf("%w: unknown supplemental groups policy %d", ErrInvalid, sec.SupplementalGroupsPolicy)
-	}
-
-	var sup []uint32
-	for _, g := range sec.SupplementalGroups {
-		if g < 0 || g > math.MaxUint32 {
-			return u, fmt.Errorf("%w: supplemental group %d out of range", ErrInvalid, g)
-		}
-		sup = append(sup, uint32(g))
-	}
-	u.AdditionalGids = mergeGids(u.AdditionalGids, sup)
-	return u, nil
-}
-
 // maxID is the largest uid or gid accepted: runc's limit, which containerd
 // follows.
 const maxID = math.MaxInt32
@@ -118,13 +36,13 @@ const maxID = math.MaxInt32
 // 4294967296 into uid 0 or -1 into 4294967295 by wrapping.
 func imageID(v int, file, name string) (uint32, error) {
 	if v < 0 || v > maxID {
-		return 0, fmt.Errorf("%w: %s entry %q has id %d out of range 0..%d", ErrInvalid, file, name, v, maxID)
+		return 0, fmt.Errorf("%w: %s entry %q has id %d out of range 0..%d", errdefs.ErrInvalid, file, name, v, maxID)
 	}
 	return uint32(v), nil
 }
 
 // passwdIDs returns the checked uid and gid of an /etc/passwd entry.
-func passwdIDs(usr user.User) (uid, gid uint32, err error) {
+func passwdIDs(usr sysuser.User) (uid, gid uint32, err error) {
 	if uid, err = imageID(usr.Uid, "/etc/passwd", usr.Name); err != nil {
 		return 0, 0, err
 	}
@@ -152,7 +70,7 @@ func resolveUser(rootfs, userstr string, u *specs.User) error {
 		u.UID, u.GID = uid, gid
 		return nil
 	default:
-		return fmt.Errorf("%w: invalid USER value %q", ErrInvalid, userstr)
+		return fmt.Errorf("%w: invalid USER value %q", errdefs.ErrInvalid, userstr)
 	}
 }
 
@@ -162,12 +80,12 @@ func parseUserID(userstr, s, what string) (id uint32, numeric bool, err error) {
 	v, err := strconv.Atoi(s)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
-			return 0, false, fmt.Errorf("%w: invalid USER value %q: %s out of range", ErrInvalid, userstr, what)
+			return 0, false, fmt.Errorf("%w: invalid USER value %q: %s out of range", errdefs.ErrInvalid, userstr, what)
 		}
 		return 0, false, nil // a name
 	}
 	if v < 0 || v > maxID {
-		return 0, false, fmt.Errorf("%w: invalid USER value %q: %s out of range", ErrInvalid, userstr, what)
+		return 0, false, fmt.Errorf("%w: invalid USER value %q: %s out of range", errdefs.ErrInvalid, userstr, what)
 	}
 	return uint32(v), true, nil
 }
@@ -180,7 +98,7 @@ func resolveUserOnly(rootfs, userstr string, u *specs.User) error {
 		return err
 	}
 	if !numeric {
-		usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Name == userstr })
+		usr, err := lookupUser(rootfs, func(x sysuser.User) bool { return x.Name == userstr })
 		if err != nil {
 			return userErr(userstr, err)
 		}
@@ -189,7 +107,7 @@ func resolveUserOnly(rootfs, userstr string, u *specs.User) error {
 	}
 	// A uid: take its primary group from /etc/passwd; gid 0 when the
 	// uid (or the file) does not exist.
-	usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Uid == int(uid) })
+	usr, err := lookupUser(rootfs, func(x sysuser.User) bool { return x.Uid == int(uid) })
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoUsersFound) {
 			u.UID, u.GID = uid, 0
@@ -207,7 +125,7 @@ func resolveUID(rootfs, userstr, name string) (uint32, error) {
 	if err != nil || numeric {
 		return uid, err
 	}
-	usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Name == name })
+	usr, err := lookupUser(rootfs, func(x sysuser.User) bool { return x.Name == name })
 	if err != nil {
 		return 0, userErr(userstr, err)
 	}
@@ -220,7 +138,7 @@ func resolveGID(rootfs, userstr, name string) (uint32, error) {
 	if err != nil || numeric {
 		return gid, err
 	}
-	grp, err := lookupGroup(rootfs, func(g user.Group) bool { return g.Name == name })
+	grp, err := lookupGroup(rootfs, func(g sysuser.Group) bool { return g.Name == name })
 	if err != nil {
 		return 0, userErr(userstr, err)
 	}
@@ -230,7 +148,7 @@ func resolveGID(rootfs, userstr, name string) (uint32, error) {
 // userErr turns a failed name lookup into a bad-request error.
 func userErr(userstr string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoUsersFound) || errors.Is(err, errNoGroupsFound) {
-		return fmt.Errorf("%w: cannot resolve user %q in the image: %w", ErrInvalid, userstr, err)
+		return fmt.Errorf("%w: cannot resolve user %q in the image: %w", errdefs.ErrInvalid, userstr, err)
 	}
 	return fmt.Errorf("resolve user %q: %w", userstr, err)
 }
@@ -241,7 +159,7 @@ func userErr(userstr string, err error) error {
 func imageGroupsOf(rootfs, userstr string) ([]uint32, error) {
 	username := userstr
 	if uid, err := strconv.Atoi(userstr); err == nil {
-		usr, err := lookupUser(rootfs, func(x user.User) bool { return x.Uid == uid })
+		usr, err := lookupUser(rootfs, func(x sysuser.User) bool { return x.Uid == uid })
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNoUsersFound) {
 				return nil, nil
@@ -250,8 +168,8 @@ func imageGroupsOf(rootfs, userstr string) ([]uint32, error) {
 		}
 		username = usr.Name
 	}
-	groups, err := parseRootfsFile(rootfs, "/etc/group", func(r io.Reader) ([]user.Group, error) {
-		return user.ParseGroupFilter(r, func(g user.Group) bool {
+	groups, err := parseRootfsFile(rootfs, "/etc/group", func(r io.Reader) ([]sysuser.Group, error) {
+		return sysuser.ParseGroupFilter(r, func(g sysuser.Group) bool {
 			return g.Name != username && slices.Contains(g.List, username)
 		})
 	})
@@ -272,28 +190,28 @@ func imageGroupsOf(rootfs, userstr string) ([]uint32, error) {
 	return gids, nil
 }
 
-func lookupUser(rootfs string, filter func(user.User) bool) (user.User, error) {
-	users, err := parseRootfsFile(rootfs, "/etc/passwd", func(r io.Reader) ([]user.User, error) {
-		return user.ParsePasswdFilter(r, filter)
+func lookupUser(rootfs string, filter func(sysuser.User) bool) (sysuser.User, error) {
+	users, err := parseRootfsFile(rootfs, "/etc/passwd", func(r io.Reader) ([]sysuser.User, error) {
+		return sysuser.ParsePasswdFilter(r, filter)
 	})
 	if err != nil {
-		return user.User{}, err
+		return sysuser.User{}, err
 	}
 	if len(users) == 0 {
-		return user.User{}, errNoUsersFound
+		return sysuser.User{}, errNoUsersFound
 	}
 	return users[0], nil
 }
 
-func lookupGroup(rootfs string, filter func(user.Group) bool) (user.Group, error) {
-	groups, err := parseRootfsFile(rootfs, "/etc/group", func(r io.Reader) ([]user.Group, error) {
-		return user.ParseGroupFilter(r, filter)
+func lookupGroup(rootfs string, filter func(sysuser.Group) bool) (sysuser.Group, error) {
+	groups, err := parseRootfsFile(rootfs, "/etc/group", func(r io.Reader) ([]sysuser.Group, error) {
+		return sysuser.ParseGroupFilter(r, filter)
 	})
 	if err != nil {
-		return user.Group{}, err
+		return sysuser.Group{}, err
 	}
 	if len(groups) == 0 {
-		return user.Group{}, errNoGroupsFound
+		return sysuser.Group{}, errNoGroupsFound
 	}
 	return groups[0], nil
 }
@@ -322,17 +240,4 @@ func parseRootfsFile[T any](rootfs, name string, parse func(io.Reader) ([]T, err
 		return nil, fmt.Errorf("%s in the image exceeds %d bytes", name, maxUserFileBytes)
 	}
 	return parse(io.LimitReader(f, maxUserFileBytes))
-}
-
-// mergeGids returns the sorted union of two gid lists.
-func mergeGids(a, b []uint32) []uint32 {
-	out := make([]uint32, 0, len(a)+len(b))
-	out = append(out, a...)
-	out = append(out, b...)
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package container
+package devices
 
 import (
 	"os"
@@ -22,11 +22,11 @@ func TestBindMovedDevices(t *testing.T) {
 			t.Skipf("mknod: %v", err)
 		}
 	}
-	cfg := &Config{Devices: []Device{
+	requested := []Device{
 		{HostPath: dir, ContainerPath: "/dev/x", Permissions: "rw"},
 		{HostPath: filepath.Join(dir, "a"), Permissions: "r"}, // same path inside: not moved
-	}}
-	devs, _, moved, err := buildDevices(cfg)
+	}
+	devs, _, moved, err := Build(requested, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestBindMovedDevices(t *testing.T) {
 			t.Errorf("moved[%s] = %q, want %q", c, moved[c], h)
 		}
 	}
-	kept, mounts := bindMovedDevices(devs, moved, []specs.Mount{{Destination: "/proc"}})
+	kept, mounts := BindMoved(devs, moved, []specs.Mount{{Destination: "/proc"}})
 	if len(kept) != 1 || kept[0].Path != filepath.Join(dir, "a") {
 		t.Errorf("devices kept %+v", kept)
 	}

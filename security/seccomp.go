@@ -1,4 +1,4 @@
-package container
+package security
 
 import (
 	"fmt"
@@ -8,9 +8,11 @@ import (
 
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/minicri/minicri/internal/errdefs"
 )
 
-// buildSeccomp mirrors containerd's sputil.GenerateSeccompSpecOpts. spec
+// Seccomp mirrors containerd's sputil.GenerateSeccompSpecOpts. spec
 // must already hold the final capability set: rules of the default
 // profile (and of Docker-format Localhost profiles) that are gated on a
 // capability are kept only when the bounding set has it.
@@ -20,12 +22,12 @@ import (
 //   - RuntimeDefault: moby's default profile (github.com/moby/profiles);
 //   - Localhost: the JSON file at Path, in Docker/moby format or OCI
 //     format (moby's loader accepts both; containerd reads OCI only).
-func buildSeccomp(p Profile, privileged bool, spec *specs.Spec) (*specs.LinuxSeccomp, error) {
+func Seccomp(p Profile, privileged bool, spec *specs.Spec) (*specs.LinuxSeccomp, error) {
 	if privileged {
 		return nil, nil
 	}
 	if p.Type != ProfileLocalhost && p.Path != "" {
-		return nil, fmt.Errorf("%w: seccomp config invalid: a profile path must only be set for a Localhost profile", ErrInvalid)
+		return nil, fmt.Errorf("%w: seccomp config invalid: a profile path must only be set for a Localhost profile", errdefs.ErrInvalid)
 	}
 	switch p.Type {
 	case ProfileUnconfined:
@@ -39,18 +41,18 @@ func buildSeccomp(p Profile, privileged bool, spec *specs.Spec) (*specs.LinuxSec
 	case ProfileLocalhost:
 		path := strings.TrimPrefix(p.Path, "localhost/")
 		if path == "" || !filepath.IsAbs(path) {
-			return nil, fmt.Errorf("%w: seccomp localhost profile %q is not an absolute path", ErrInvalid, p.Path)
+			return nil, fmt.Errorf("%w: seccomp localhost profile %q is not an absolute path", errdefs.ErrInvalid, p.Path)
 		}
 		body, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("%w: failed to load seccomp profile %q: %w", ErrInvalid, path, err)
+			return nil, fmt.Errorf("%w: failed to load seccomp profile %q: %w", errdefs.ErrInvalid, path, err)
 		}
 		sc, err := seccomp.LoadProfile(string(body), spec)
 		if err != nil {
-			return nil, fmt.Errorf("%w: failed to load seccomp profile %q: %w", ErrInvalid, path, err)
+			return nil, fmt.Errorf("%w: failed to load seccomp profile %q: %w", errdefs.ErrInvalid, path, err)
 		}
 		return sc, nil
 	default:
-		return nil, fmt.Errorf("%w: unknown seccomp profile type %d", ErrInvalid, p.Type)
+		return nil, fmt.Errorf("%w: unknown seccomp profile type %d", errdefs.ErrInvalid, p.Type)
 	}
 }

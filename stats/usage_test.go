@@ -1,4 +1,4 @@
-package container
+package stats
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ func TestUsageMeaningPerCgroupVersion(t *testing.T) {
 			"active_file": 10 * mib, "pgfault": 1234, "pgmajfault": 5},
 		SwapOnlyUsage: cgroups.MemoryData{Usage: 3 * mib, Limit: 64 * mib},
 	}}
-	u := usageOf(v2)
+	u := UsageOf(v2)
 	if u.MemoryWorkingSet != 60*mib || u.MemoryRSS != 40*mib || u.PageFaults != 1234 || u.MajorPageFaults != 5 {
 		t.Errorf("v2: working set %d MiB, rss %d MiB, faults %d/%d", u.MemoryWorkingSet/mib, u.MemoryRSS/mib, u.PageFaults, u.MajorPageFaults)
 	}
@@ -32,7 +32,7 @@ func TestUsageMeaningPerCgroupVersion(t *testing.T) {
 		Stats: map[string]uint64{"rss": 1, "total_rss": 40 * mib, "total_cache": 250 * mib,
 			"inactive_file": 1, "total_inactive_file": 240 * mib, "pgfault": 1, "total_pgfault": 1234, "total_pgmajfault": 5},
 	}}
-	u = usageOf(v1)
+	u = UsageOf(v1)
 	if u.MemoryWorkingSet != 60*mib || u.MemoryRSS != 40*mib || u.PageFaults != 1234 || u.MajorPageFaults != 5 || u.SwapLimit != 0 {
 		t.Errorf("v1: working set %d MiB, rss %d MiB, faults %d/%d, swap limit %d", u.MemoryWorkingSet/mib, u.MemoryRSS/mib, u.PageFaults, u.MajorPageFaults, u.SwapLimit)
 	}

@@ -1,8 +1,10 @@
-package container
+package security
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/minicri/minicri/internal/errdefs"
 )
 
 // AppArmor is the host's AppArmor as containers see it
@@ -16,7 +18,7 @@ type AppArmor interface {
 	Loaded(name string) (bool, error)
 }
 
-// buildAppArmor chooses the container's AppArmor profile as containerd's
+// AppArmorProfile chooses the container's AppArmor profile as containerd's
 // GenerateApparmorSpecOpts does; "" means unconfined. libcontainer applies
 // it to the container's init and to every process exec'd into it.
 //
@@ -30,15 +32,15 @@ type AppArmor interface {
 //   - Localhost: the named profile (privileged or not), which the kernel
 //     must have loaded;
 //   - Unconfined: none.
-func buildAppArmor(p Profile, privileged bool, host AppArmor) (string, error) {
+func AppArmorProfile(p Profile, privileged bool, host AppArmor) (string, error) {
 	if host == nil || !host.Enabled() {
 		if p.Type == ProfileLocalhost {
-			return "", fmt.Errorf("%w: AppArmor profile %q is not loaded: AppArmor is not enabled on this host", ErrFailedPrecondition, p.Path)
+			return "", fmt.Errorf("%w: AppArmor profile %q is not loaded: AppArmor is not enabled on this host", errdefs.ErrFailedPrecondition, p.Path)
 		}
 		return "", nil
 	}
 	if p.Type != ProfileLocalhost && p.Path != "" {
-		return "", fmt.Errorf("%w: apparmor config invalid: a localhost ref must only be set for a Localhost profile", ErrInvalid)
+		return "", fmt.Errorf("%w: apparmor config invalid: a localhost ref must only be set for a Localhost profile", errdefs.ErrInvalid)
 	}
 	switch p.Type {
 	case ProfileUnconfined:
@@ -49,13 +51,13 @@ func buildAppArmor(p Profile, privileged bool, host AppArmor) (string, error) {
 		}
 		name, err := host.DefaultProfile()
 		if err != nil {
-			return "", fmt.Errorf("%w: the RuntimeDefault AppArmor profile is not available: %v", ErrFailedPrecondition, err)
+			return "", fmt.Errorf("%w: the RuntimeDefault AppArmor profile is not available: %v", errdefs.ErrFailedPrecondition, err)
 		}
 		return name, nil
 	case ProfileLocalhost:
 		return localhostAppArmor(p.Path, host)
 	default:
-		return "", fmt.Errorf("%w: unknown AppArmor profile type %d", ErrInvalid, p.Type)
+		return "", fmt.Errorf("%w: unknown AppArmor profile type %d", errdefs.ErrInvalid, p.Type)
 	}
 }
 
@@ -65,14 +67,14 @@ func buildAppArmor(p Profile, privileged bool, host AppArmor) (string, error) {
 func localhostAppArmor(ref string, host AppArmor) (string, error) {
 	name := strings.TrimPrefix(ref, "localhost/")
 	if name == "" || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", fmt.Errorf("%w: invalid AppArmor localhost profile name %q", ErrInvalid, ref)
+		return "", fmt.Errorf("%w: invalid AppArmor localhost profile name %q", errdefs.ErrInvalid, ref)
 	}
 	ok, err := host.Loaded(name)
 	if err != nil {
 		return "", fmt.Errorf("look up AppArmor profile %q: %w", name, err)
 	}
 	if !ok {
-		return "", fmt.Errorf("%w: AppArmor profile %q is not loaded", ErrFailedPrecondition, name)
+		return "", fmt.Errorf("%w: AppArmor profile %q is not loaded", errdefs.ErrFailedPrecondition, name)
 	}
 	return name, nil
 }

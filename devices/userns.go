@@ -1,16 +1,16 @@
-package container
+package devices
 
 import specs "github.com/opencontainers/runtime-spec/specs-go"
 
-// bindMovedDevices makes each device whose container path is not its host
+// BindMoved makes each device whose container path is not its host
 // path (moved: container path -> host path) a bind mount of the host's
 // node, in a container with its own user namespace. There libcontainer
 // cannot mknod: it bind-mounts the host's file at the device's *container*
 // path instead, which the request chooses (a block volume's devicePath):
 // another device, or any host file the pod's user namespace can reach by
-// path. The device cgroup rule stays. cdi does the same for CDI
+// path. The device cgroup rule stays. Package cdi does the same for CDI
 // device nodes.
-func bindMovedDevices(devs []specs.LinuxDevice, moved map[string]string, mounts []specs.Mount) ([]specs.LinuxDevice, []specs.Mount) {
+func BindMoved(devs []specs.LinuxDevice, moved map[string]string, mounts []specs.Mount) ([]specs.LinuxDevice, []specs.Mount) {
 	if len(moved) == 0 {
 		return devs, mounts
 	}

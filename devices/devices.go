@@ -1,4 +1,4 @@
-package container
+package devices
 
 import (
 	"errors"
@@ -9,7 +9,16 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/minicri/minicri/internal/errdefs"
 )
+
+// Device is one CRI device.
+type Device struct {
+	ContainerPath string `json:"container_path"`
+	HostPath      string `json:"host_path"`
+	Permissions   string `json:"permissions,omitempty"` // "rwm" subset; empty means rwm
+}
 
 var errNotADevice = errors.New("not a device node")
 
@@ -17,43 +26,43 @@ var errNotADevice = errors.New("not a device node")
 // container.
 const hostDevRoot = "/dev"
 
-// buildDevices mirrors containerd's CRI WithDevices plus, for a privileged
+// Build mirrors containerd's CRI WithDevices plus, for a privileged
 // container, WithHostDevices and WithAllDevicesAllowed. The device cgroup
 // starts from deny-all (containerd's default spec); runc's specconv then
 // appends its default allowed devices (null, zero, full, tty, random,
 // urandom, ptmx, pts) after these rules. moved maps the container path of
 // each device found somewhere else on the host to its host path (see
-// bindMovedDevices).
-func buildDevices(cfg *Config) ([]specs.LinuxDevice, []specs.LinuxDeviceCgroup, map[string]string, error) {
+// BindMoved).
+func Build(requested []Device, privileged bool) ([]specs.LinuxDevice, []specs.LinuxDeviceCgroup, map[string]string, error) {
 	var devs []specs.LinuxDevice
 	var moved map[string]string
 	rules := []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}
 
-	for _, d := range cfg.Devices {
+	for _, d := range requested {
 		perms := d.Permissions
 		if perms == "" {
 			perms = "rwm"
 		}
 		if strings.Trim(perms, "rwm") != "" {
-			return nil, nil, nil, fmt.Errorf("%w: device %q: invalid permissions %q", ErrInvalid, d.HostPath, d.Permissions)
+			return nil, nil, nil, fmt.Errorf("%w: device %q: invalid permissions %q", errdefs.ErrInvalid, d.HostPath, d.Permissions)
 		}
 		if d.HostPath == "" {
-			return nil, nil, nil, fmt.Errorf("%w: device with container path %q has no host path", ErrInvalid, d.ContainerPath)
+			return nil, nil, nil, fmt.Errorf("%w: device with container path %q has no host path", errdefs.ErrInvalid, d.ContainerPath)
 		}
 		if d.ContainerPath != "" && !filepath.IsAbs(d.ContainerPath) {
-			return nil, nil, nil, fmt.Errorf("%w: device container path %q is not absolute", ErrInvalid, d.ContainerPath)
+			return nil, nil, nil, fmt.Errorf("%w: device container path %q is not absolute", errdefs.ErrInvalid, d.ContainerPath)
 		}
 		path, err := filepath.EvalSymlinks(d.HostPath)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return nil, nil, nil, fmt.Errorf("%w: device %q: %w", ErrInvalid, d.HostPath, err)
+				return nil, nil, nil, fmt.Errorf("%w: device %q: %w", errdefs.ErrInvalid, d.HostPath, err)
 			}
 			return nil, nil, nil, fmt.Errorf("resolve device %q: %w", d.HostPath, err)
 		}
 		found, err := getDevices(path, d.ContainerPath)
 		if err != nil {
 			if errors.Is(err, errNotADevice) || errors.Is(err, os.ErrNotExist) {
-				return nil, nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+				return nil, nil, nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 			}
 			return nil, nil, nil, err
 		}
@@ -65,7 +74,7 @@ func buildDevices(cfg *Config) ([]specs.LinuxDevice, []specs.LinuxDeviceCgroup, 
 				moved[found[i].Path] = host
 			}
 			if found[i].Type == "p" {
-				return nil, nil, nil, fmt.Errorf("%w: device %q is a fifo, not a device node", ErrInvalid, d.HostPath)
+				return nil, nil, nil, fmt.Errorf("%w: device %q is a fifo, not a device node", errdefs.ErrInvalid, d.HostPath)
 			}
 			major, minor := found[i].Major, found[i].Minor
 			devs = append(devs, found[i])
@@ -79,7 +88,7 @@ func buildDevices(cfg *Config) ([]specs.LinuxDevice, []specs.LinuxDeviceCgroup, 
 		}
 	}
 
-	if cfg.Security.Privileged {
+	if privileged {
 		host, err := getDevices(hostDevRoot, "")
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("list host devices: %w", err)
