@@ -67,7 +67,7 @@ func (s *soak) attachSession(p *pod, transport string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("Attach: %w", err)
+		return fmt.Errorf("attach: %w", err)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
