@@ -94,6 +94,12 @@ func (l *Layer) streamBytes(i int) int64 {
 	return n
 }
 
+func (l *Layer) haveStream(i int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.have[i]
+}
+
 // claim makes the caller the one fetcher of stream i: ok when it is to fetch
 // it (then release must follow), else wait is closed when the fetcher that
 // holds it is done (nil when the stream is already cached).

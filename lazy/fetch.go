@@ -18,6 +18,11 @@ const (
 	// maxIdleBackoff is the longest pause of the background fetch while the
 	// registry is away.
 	maxIdleBackoff = 30 * time.Second
+	// outageGrace is how long after a read gave up waiting for the registry
+	// the next reads fail at once, until a range request succeeds again:
+	// the kernel retries a failed readahead page by page, and each retry
+	// would wait the whole fetch timeout again.
+	outageGrace = time.Second
 )
 
 // ReadFile reads the regular file e's bytes at off into p, fetching the
@@ -54,6 +59,9 @@ func (l *Layer) ReadFile(ctx context.Context, e *estargz.TOCEntry, p []byte, off
 
 // ensure returns when stream i is cached, fetching it if no one else is.
 func (l *Layer) ensure(ctx context.Context, i int) error {
+	if since := time.Since(time.Unix(0, l.outage.Load())); since < outageGrace && !l.haveStream(i) {
+		return fmt.Errorf("%w: the registry did not answer %v ago", ErrUnavailable, since.Round(time.Millisecond))
+	}
 	for {
 		ok, wait := l.claim(i)
 		switch {
@@ -78,6 +86,7 @@ func (l *Layer) fetchStream(ctx context.Context, i int) error {
 	s := l.streams[i]
 	buf := make([]byte, s.end-s.off)
 	if err := l.readRange(ctx, buf, s.off, firstBackoff, maxBackoff); err != nil {
+		l.outage.Store(time.Now().UnixNano())
 		return l.timeoutError(ctx, i, err)
 	}
 	if err := l.store(i, buf); err != nil {
@@ -100,6 +109,7 @@ func (l *Layer) readRange(ctx context.Context, buf []byte, off int64, first, mos
 	for {
 		_, err := l.blob.ReadAt(ctx, buf, off)
 		if err == nil || errors.Is(err, io.EOF) && off+int64(len(buf)) == l.blob.Size() {
+			l.outage.Store(0)
 			return nil
 		}
 		l.log.Debug("lazy: range read failed", "offset", off, "bytes", len(buf), "error", err)

@@ -3,7 +3,6 @@ package lazy
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"io"
 	"math/rand/v2"
@@ -195,7 +194,10 @@ func mountFixture(t testing.TB, r *registry, toc digest.Digest, opts Options) *M
 	t.Helper()
 	needFUSE(t)
 	dir := t.TempDir()
-	opts.Dir, opts.TOCDigest = filepath.Join(dir, "cache"), toc
+	if opts.Dir == "" {
+		opts.Dir = filepath.Join(dir, "cache")
+	}
+	opts.TOCDigest = toc
 	l, err := Open(context.Background(), r.blobReader(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -221,4 +223,11 @@ func mountFixture(t testing.TB, r *registry, toc digest.Digest, opts Options) *M
 	return m
 }
 
-var _ = gzip.BestSpeed
+func entryData(entries []tarEntry, name string) []byte {
+	for _, e := range entries {
+		if e.hdr.Name == name {
+			return e.data
+		}
+	}
+	panic("no " + name + " in the fixture")
+}

@@ -87,6 +87,7 @@ type Layer struct {
 	have     []bool // by stream
 	inflight map[int]chan struct{}
 	fetched  atomic.Int64
+	outage   atomic.Int64 // unix ns when a read last gave up on the registry, 0 since it answered
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -114,6 +115,9 @@ func Open(ctx context.Context, blob BlobReader, opts Options) (*Layer, error) {
 	ra := &tailReaderAt{ctxReaderAt: ctxReaderAt{ctx: ctx, b: blob}, size: blob.Size()}
 	r, err := estargz.Open(io.NewSectionReader(ra, 0, blob.Size()))
 	if err != nil {
+		if last := ra.lastErr(); last != nil { // estargz keeps only its text
+			return nil, fmt.Errorf("lazy layer %s: read TOC: %w", opts.TOCDigest, last)
+		}
 		return nil, fmt.Errorf("lazy layer %s: read TOC: %w", opts.TOCDigest, err)
 	}
 	if got := r.TOCDigest(); got != opts.TOCDigest {
@@ -253,6 +257,13 @@ type tailReaderAt struct {
 	mu   sync.Mutex
 	tail []byte
 	at   int64
+	err  error // the last failed read's
+}
+
+func (r *tailReaderAt) lastErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }
 
 func (r *tailReaderAt) ReadAt(p []byte, off int64) (int, error) {
@@ -264,10 +275,12 @@ func (r *tailReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 	r.mu.Unlock()
 	n, err := r.ctxReaderAt.ReadAt(p, off)
-	if err == nil && off+int64(n) == r.size {
-		r.mu.Lock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.err = err
+	} else if off+int64(n) == r.size {
 		r.tail, r.at = append([]byte(nil), p[:n]...), off
-		r.mu.Unlock()
 	}
 	return n, err
 }

@@ -227,7 +227,7 @@ func TestConcurrentReads(t *testing.T) {
 	entries := fixtureEntries()
 	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed)
 	m := mountFixture(t, newRegistry(t, blob), toc, Options{})
-	big := entries[6].data
+	big := entryData(entries, "bin/app")
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
