@@ -133,18 +133,27 @@ func TestRangeRefused(t *testing.T) {
 	}
 }
 
-// TestRegistryGoneAndBack: while the registry hangs, a read of a chunk not
-// fetched yet is EIO after the fetch timeout (not before, not much after),
-// the tree's metadata still answers at once; when it is back, the same read
-// returns the bytes.
+// TestRegistryGoneAndBack: while the registry hangs, or drops every
+// connection, a read of a chunk not fetched yet is EIO after the fetch
+// timeout (not before, not much after), the tree's metadata still answers
+// at once; when it is back, the same read returns the bytes.
 func TestRegistryGoneAndBack(t *testing.T) {
+	for name, gone := range map[string]func(*registry, bool){
+		"hangs":  func(r *registry, v bool) { r.down.Store(v) },
+		"resets": func(r *registry, v bool) { r.reset.Store(v) },
+	} {
+		t.Run(name, func(t *testing.T) { testGoneAndBack(t, gone) })
+	}
+}
+
+func testGoneAndBack(t *testing.T, gone func(*registry, bool)) {
 	entries := fixtureEntries()
 	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed)
 	r := newRegistry(t, blob)
 	const bound = 1500 * time.Millisecond
 	m := mountFixture(t, r, toc, Options{FetchTimeout: bound})
 	app := filepath.Join(m.Mountpoint, "bin/app")
-	r.down.Store(true)
+	gone(r, true)
 	start := time.Now()
 	_, err := readAt(app, 4096, 10*testChunk)
 	took := time.Since(start)
@@ -155,7 +164,7 @@ func TestRegistryGoneAndBack(t *testing.T) {
 	if _, err := os.ReadDir(filepath.Join(m.Mountpoint, "etc")); err != nil || time.Since(start) > 500*time.Millisecond {
 		t.Errorf("readdir with the registry gone: %v after %v", err, time.Since(start))
 	}
-	r.down.Store(false)
+	gone(r, false)
 	time.Sleep(outageGrace) // reads fail at once for this long after a timeout
 	b, err := readAt(app, 4096, 10*testChunk)
 	if err != nil || !bytes.Equal(b, entryData(entries, "bin/app")[10*testChunk:10*testChunk+4096]) {

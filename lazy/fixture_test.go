@@ -142,6 +142,7 @@ type registry struct {
 	srv      *httptest.Server
 	blob     atomic.Pointer[[]byte]
 	down     atomic.Bool
+	reset    atomic.Bool // close each connection without an answer
 	noRanges atomic.Bool
 	requests atomic.Int64
 }
@@ -162,6 +163,12 @@ func (r *registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+	if r.reset.Load() {
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = c.Close()
+		}
+		return
 	}
 	b := *r.blob.Load()
 	if r.noRanges.Load() {

@@ -1,0 +1,238 @@
+package lazy
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+)
+
+// The test binary plays the server and its client (the daemon) when told.
+const roleEnv = "LAZYFS_TEST_ROLE"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "server":
+		os.Exit(testServerMain())
+	case "client":
+		os.Exit(testClientMain())
+	}
+	os.Exit(m.Run())
+}
+
+// testServerMain is minicri-lazyfs's main, on the socket after --socket.
+func testServerMain() int {
+	socket := os.Args[len(os.Args)-1]
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := NewServer(log).Serve(ctx, socket); err != nil && ctx.Err() == nil {
+		log.Error("serve", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// testClientMain starts a server detached, has it mount the spec in
+// LAZYFS_SPEC, says "mounted PID" and waits to be killed.
+func testClientMain() int {
+	var spec MountSpec
+	if err := json.Unmarshal([]byte(os.Getenv("LAZYFS_SPEC")), &spec); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	socket := os.Getenv("LAZYFS_SOCKET")
+	pid, err := StartServer(ctx, socket, ServerCommand{Path: os.Args[0], Env: []string{roleEnv + "=server"}, Log: os.Getenv("LAZYFS_LOG")})
+	if err == nil {
+		err = Client{Socket: socket}.Mount(ctx, spec)
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println("mounted", pid)
+	select {}
+}
+
+// TestServerOutlivesClient: a server started by a client (the daemon) in a
+// session of its own keeps serving the layer after the client is killed -9;
+// a new client finds it and its mount, unmounts, and the server stops on
+// SIGTERM.
+func TestServerOutlivesClient(t *testing.T) {
+	needFUSE(t)
+	entries := fixtureEntries()
+	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed)
+	r := newRegistry(t, blob)
+	dir := t.TempDir()
+	mnt, socket, logf := filepath.Join(dir, "mnt"), filepath.Join(dir, "lazyfs.sock"), filepath.Join(dir, "lazyfs.log")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := MountSpec{Mountpoint: mnt, Dir: filepath.Join(dir, "cache"), TOCDigest: toc.String(),
+		Source: Source{URL: r.blobReader().URL, Size: int64(len(blob))}, Prefetch: true}
+	// The server, orphaned by its client, is then this process's child.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
+	pid := startClient(t, spec, socket, logf)
+	reaped := false
+	t.Cleanup(func() {
+		if !reaped {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		if t.Failed() {
+			b, _ := os.ReadFile(logf)
+			t.Logf("server log:\n%s", b)
+		}
+	})
+	if sid, err := unix.Getsid(pid); err != nil || sid != pid {
+		t.Errorf("server %d in session %d (%v), want its own", pid, sid, err)
+	}
+	compareTree(t, mnt, expectedTree(entries))
+	ctx := context.Background()
+	c := Client{Socket: socket}
+	got, mounts, err := c.List(ctx)
+	if err != nil || got != pid || len(mounts) != 1 || mounts[0].Mountpoint != mnt || mounts[0].TOCDigest != toc.String() {
+		t.Fatalf("list: pid %d, %+v, %v; want pid %d serving %s", got, mounts, err, pid, mnt)
+	}
+	if err := c.Unmount(ctx, mnt, false); err != nil {
+		t.Fatal(err)
+	}
+	if on, _ := mountinfo.Mounted(mnt); on {
+		t.Error("mounted after unmount")
+	}
+	reaped = stopServer(t, pid)
+}
+
+// startClient runs the client, waits for its mount, kills it -9 and returns
+// the server's pid.
+func startClient(t *testing.T, spec MountSpec, socket, logf string) int {
+	t.Helper()
+	js, _ := json.Marshal(spec)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), roleEnv+"=client", "LAZYFS_SPEC="+string(js), "LAZYFS_SOCKET="+socket, "LAZYFS_LOG="+logf)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Scan()
+		line <- sc.Text()
+	}()
+	var pid int
+	select {
+	case l := <-line:
+		p, ok := strings.CutPrefix(l, "mounted ")
+		if pid, err = strconv.Atoi(p); !ok || err != nil {
+			t.Fatalf("client: %q", l)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("client did not mount in 30 s")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return pid
+}
+
+// stopServer sends SIGTERM and reaps the server.
+func stopServer(t *testing.T, pid int) (reaped bool) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err == nil && ws.ExitStatus() != 0 {
+			err = fmt.Errorf("exit status %d", ws.ExitStatus())
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("server: %v", err)
+		}
+		return true
+	case <-time.After(10 * time.Second):
+		t.Error("server still running 10 s after SIGTERM")
+		return false
+	}
+}
+
+// TestServerMountListUnmount: the protocol in one process: mount (again: no
+// error; another layer at the same place: refused), list until the
+// background fetch completes, unmount, and the server unmounts what is left
+// when it stops.
+func TestServerMountListUnmount(t *testing.T) {
+	needFUSE(t)
+	blob, toc := buildBlob(t, buildTar(t, fixtureEntries()), gzip.BestSpeed)
+	r := newRegistry(t, blob)
+	dir := t.TempDir()
+	socket, mnt := filepath.Join(dir, "s.sock"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- NewServer(slog.New(slog.DiscardHandler)).Serve(ctx, socket) }()
+	t.Cleanup(func() { cancel(); <-served; _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	c := Client{Socket: socket}
+	waitFor(t, 5*time.Second, func() bool { _, _, err := c.List(ctx); return err == nil })
+	spec := MountSpec{Mountpoint: mnt, Dir: filepath.Join(dir, "cache"), TOCDigest: toc.String(),
+		Source: Source{URL: r.blobReader().URL, Size: int64(len(blob))}, Prefetch: true, Background: true}
+	for _, want := range []bool{true, true} {
+		if err := c.Mount(ctx, spec); (err == nil) != want {
+			t.Fatalf("mount: %v", err)
+		}
+	}
+	other := spec
+	other.TOCDigest = "sha256:" + strings.Repeat("0", 64)
+	if err := c.Mount(ctx, other); err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Errorf("another layer on the same mount point: %v", err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		_, ms, err := c.List(ctx)
+		return err == nil && len(ms) == 1 && ms[0].Complete
+	})
+	if err := c.Unmount(ctx, mnt, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, ms, err := c.List(ctx); err != nil || len(ms) != 0 {
+		t.Errorf("list after unmount: %v, %v", ms, err)
+	}
+	if err := c.Mount(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-served
+	if on, _ := mountinfo.Mounted(mnt); on {
+		t.Error("still mounted after the server stopped")
+	}
+	served <- nil // for the cleanup
+}
