@@ -147,8 +147,11 @@ func (l *Layer) store(i int, compressed []byte) error {
 			return fmt.Errorf("%w: %q: stream at %d: %v", ErrCorrupt, c.file.Name, s.off, err)
 		}
 		v := c.dig.Verifier()
-		w := io.MultiWriter(v, io.NewOffsetWriter(l.data, c.pos))
-		if _, err := io.CopyN(w, zr, c.size); err != nil {
+		cw := &cacheWriter{w: io.NewOffsetWriter(l.data, c.pos)}
+		if _, err := io.CopyN(io.MultiWriter(v, cw), zr, c.size); err != nil {
+			if cw.err != nil { // the local disk's fault (ENOSPC...), not the blob's
+				return fmt.Errorf("lazy cache: %q at %d: %w", c.file.Name, c.fileOff, cw.err)
+			}
 			return fmt.Errorf("%w: %q at %d: %v", ErrCorrupt, c.file.Name, c.fileOff, err)
 		}
 		if !v.Verified() {
@@ -157,4 +160,19 @@ func (l *Layer) store(i int, compressed []byte) error {
 		at = c.inner + c.size
 	}
 	return nil
+}
+
+// cacheWriter keeps the error of a write to the cache, to tell it from a
+// bad stream's.
+type cacheWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *cacheWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
 }

@@ -90,7 +90,7 @@ func (l *Layer) fetchStream(ctx context.Context, i int) error {
 		return l.timeoutError(ctx, i, err)
 	}
 	if err := l.store(i, buf); err != nil {
-		l.log.Error("lazy: corrupt chunk", "error", err)
+		l.log.Error("lazy: chunk not stored", "error", err)
 		return err
 	}
 	return nil
@@ -112,7 +112,11 @@ func (l *Layer) readRange(ctx context.Context, buf []byte, off int64, first, mos
 			l.outage.Store(0)
 			return nil
 		}
-		l.log.Debug("lazy: range read failed", "offset", off, "bytes", len(buf), "error", err)
+		if delay == most {
+			l.log.Warn("lazy: registry still failing", "offset", off, "bytes", len(buf), "retry", most, "error", err)
+		} else {
+			l.log.Debug("lazy: range read failed", "offset", off, "bytes", len(buf), "error", err)
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -210,7 +214,7 @@ func (l *Layer) fetchSpans(ctx context.Context, ids []int, most time.Duration) e
 			err := l.store(i, buf[s.off-base:s.end-base])
 			l.release(i, err == nil)
 			if err != nil {
-				l.log.Error("lazy: corrupt chunk", "error", err)
+				l.log.Error("lazy: chunk not stored", "error", err)
 				corrupt = append(corrupt, err)
 			}
 		}

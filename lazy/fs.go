@@ -81,6 +81,10 @@ func (t *tree) addChildren(ctx context.Context, dir *node, root bool) {
 // add adds one entry, or a new name of an entry already added (a hard link).
 func (t *tree) add(ctx context.Context, dir *node, name string, e *estargz.TOCEntry) {
 	if old := t.nodes[e]; old != nil {
+		if e.Type == "dir" { // a second name of a directory would make a loop
+			t.l.log.Warn("lazy: hard link to a directory left out", "name", name, "target", e.Name)
+			return
+		}
 		dir.AddChild(name, old.EmbeddedInode(), true)
 		return
 	}

@@ -279,8 +279,8 @@ func (s *Server) cleanStale() {
 		return
 	}
 	for _, m := range mounts {
-		var st syscall.Stat_t
-		if err := syscall.Stat(m.Mountpoint, &st); !errors.Is(err, syscall.ENOTCONN) {
+		var st syscall.Statfs_t // statfs always asks the server; stat may be answered from the kernel's cache
+		if err := syscall.Statfs(m.Mountpoint, &st); !errors.Is(err, syscall.ENOTCONN) {
 			continue
 		}
 		err := syscall.Unmount(m.Mountpoint, syscall.MNT_DETACH)

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -30,6 +31,10 @@ func TestMain(m *testing.M) {
 		os.Exit(testServerMain())
 	case "client":
 		os.Exit(testClientMain())
+	case "reader":
+		_, err := os.ReadFile(os.Getenv("LAZYFS_READ"))
+		fmt.Println("read:", err)
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -235,4 +240,71 @@ func TestServerMountListUnmount(t *testing.T) {
 		t.Error("still mounted after the server stopped")
 	}
 	served <- nil // for the cleanup
+}
+
+// TestDeadServerMountsDetached: a server killed -9 leaves its mounts dead
+// (ENOTCONN); the next server detaches them as it starts.
+func TestDeadServerMountsDetached(t *testing.T) {
+	needFUSE(t)
+	blob, toc := buildBlob(t, buildTar(t, fixtureEntries()), gzip.BestSpeed)
+	r := newRegistry(t, blob)
+	dir := t.TempDir()
+	mnt, socket := filepath.Join(dir, "mnt"), filepath.Join(dir, "lazyfs.sock")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := ServerCommand{Path: os.Args[0], Env: []string{roleEnv + "=server"}, Log: filepath.Join(dir, "lazyfs.log")}
+	pid, err := StartServer(ctx, socket, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := MountSpec{Mountpoint: mnt, Dir: filepath.Join(dir, "cache"), TOCDigest: toc.String(),
+		Source: Source{URL: r.blobReader().URL, Size: int64(len(blob))}}
+	if err := (Client{Socket: socket}).Mount(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, func() bool { var st syscall.Statfs_t; return errors.Is(syscall.Statfs(mnt, &st), syscall.ENOTCONN) })
+	pid2, err := StartServer(ctx, socket, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on, _ := mountinfo.Mounted(mnt); on {
+		t.Error("the dead mount is still there after a new server started")
+	}
+	// StartServer's child, which its goroutine reaps.
+	if err := syscall.Kill(pid2, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return errors.Is(syscall.Kill(pid2, 0), syscall.ESRCH) })
+}
+
+// TestKilledReaderNotHeld: a reader killed while its read waits for a gone
+// registry is let go at once (the FUSE interrupt cancels the wait), not
+// after the fetch timeout.
+func TestKilledReaderNotHeld(t *testing.T) {
+	entries := fixtureEntries()
+	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed)
+	r := newRegistry(t, blob)
+	m := mountFixture(t, r, toc, Options{FetchTimeout: 20 * time.Second})
+	r.down.Store(true)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), roleEnv+"=reader", "LAZYFS_READ="+filepath.Join(m.Mountpoint, "bin/app"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return r.requests.Load() > 1 }) // the read is waiting
+	start := time.Now()
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the killed reader took %v to go", took)
+	}
+	waitFor(t, 2*time.Second, func() bool { m.Layer.mu.Lock(); defer m.Layer.mu.Unlock(); return len(m.Layer.inflight) == 0 })
+	r.down.Store(false)
 }
