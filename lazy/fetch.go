@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/containerd/stargz-snapshotter/estargz"
+	"golang.org/x/sync/errgroup"
 )
 
 // Backoff between failed range requests.
@@ -194,32 +196,67 @@ func (l *Layer) Background() {
 	}()
 }
 
+// spanSlots bounds the range requests of prefetches and background fetches
+// in flight in the process, all layers together (and so their buffers, at
+// most SpanBytes each); a read's own fetch takes no slot.
+var spanSlots = make(chan struct{}, 4)
+
 // fetchSpans fetches the streams ids (in blob order) not cached yet, runs
-// of adjacent ones with one range request of at most SpanBytes each. A
-// failed request is retried, backing off up to most, until ctx is done; a
-// corrupt stream is skipped and its error returned at the end.
+// of adjacent ones with one range request of at most SpanBytes each, several
+// at once. A failed request is retried, backing off up to most, until ctx
+// is done; a corrupt stream is skipped and its error returned at the end.
 func (l *Layer) fetchSpans(ctx context.Context, ids []int, most time.Duration) error {
-	var corrupt []error
+	var mu sync.Mutex
+	var failed []error
+	g, ctx := errgroup.WithContext(ctx)
 	for _, sp := range l.spans(ids) {
-		base := l.streams[sp[0]].off
-		buf := make([]byte, l.streams[sp[len(sp)-1]].end-base)
-		if err := l.readRange(ctx, buf, base, firstBackoff, most); err != nil {
-			return fmt.Errorf("%w: bytes [%d, %d): %w", ErrUnavailable, base, base+int64(len(buf)), err)
+		if !takeSlot(ctx) {
+			break
 		}
-		for _, i := range sp {
-			if ok, _ := l.claim(i); !ok {
-				continue // cached, or being fetched by a read
-			}
-			s := l.streams[i]
-			err := l.store(i, buf[s.off-base:s.end-base])
-			l.release(i, err == nil)
-			if err != nil {
-				l.log.Error("lazy: chunk not stored", "error", err)
-				corrupt = append(corrupt, err)
-			}
+		g.Go(func() error {
+			defer func() { <-spanSlots }()
+			errs, err := l.fetchSpan(ctx, sp, most)
+			mu.Lock()
+			failed = append(failed, errs...)
+			mu.Unlock()
+			return err
+		})
+	}
+	err := g.Wait()
+	return errors.Join(append(failed, err)...)
+}
+
+// takeSlot takes a span slot, or says ctx ended first.
+func takeSlot(ctx context.Context) bool {
+	select {
+	case spanSlots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// fetchSpan fetches one run of streams and stores those no one else has:
+// err is the registry's, failed the streams' that could not be stored.
+func (l *Layer) fetchSpan(ctx context.Context, sp []int, most time.Duration) (failed []error, err error) {
+	base := l.streams[sp[0]].off
+	buf := make([]byte, l.streams[sp[len(sp)-1]].end-base)
+	if err := l.readRange(ctx, buf, base, firstBackoff, most); err != nil {
+		return nil, fmt.Errorf("%w: bytes [%d, %d): %w", ErrUnavailable, base, base+int64(len(buf)), err)
+	}
+	for _, i := range sp {
+		if ok, _ := l.claim(i); !ok {
+			continue // cached, or being fetched by a read
+		}
+		s := l.streams[i]
+		err := l.store(i, buf[s.off-base:s.end-base])
+		l.release(i, err == nil)
+		if err != nil {
+			l.log.Error("lazy: chunk not stored", "error", err)
+			failed = append(failed, err)
 		}
 	}
-	return errors.Join(corrupt...)
+	return failed, nil
 }
 
 // spans cuts the missing streams of ids into runs of adjacent streams of at

@@ -145,6 +145,8 @@ type registry struct {
 	reset    atomic.Bool // close each connection without an answer
 	noRanges atomic.Bool
 	requests atomic.Int64
+	latency  time.Duration // per request
+	rate     int64         // bytes per second, 0: unlimited
 }
 
 func newRegistry(t testing.TB, blob []byte) *registry {
@@ -171,11 +173,29 @@ func (r *registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	b := *r.blob.Load()
+	time.Sleep(r.latency)
+	if r.rate > 0 {
+		w = &throttled{ResponseWriter: w, rate: r.rate, start: time.Now()}
+	}
 	if r.noRanges.Load() {
 		_, _ = w.Write(b)
 		return
 	}
 	http.ServeContent(w, req, "blob", time.Time{}, bytes.NewReader(b))
+}
+
+// throttled writes at most rate bytes a second on average since start.
+type throttled struct {
+	http.ResponseWriter
+	rate    int64
+	start   time.Time
+	written int64
+}
+
+func (t *throttled) Write(p []byte) (int, error) {
+	t.written += int64(len(p))
+	time.Sleep(time.Until(t.start.Add(time.Duration(t.written * int64(time.Second) / t.rate))))
+	return t.ResponseWriter.Write(p)
 }
 
 // blobReader reads the registry's blob with a client of its own (so that

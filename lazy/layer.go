@@ -26,6 +26,10 @@ const DefaultFetchTimeout = 30 * time.Second
 // defaultSpan is how many compressed bytes one background range request asks for.
 const defaultSpan = 8 << 20
 
+// maxStream bounds one gzip member of the blob, fetched into memory whole: a
+// default eStargz chunk is 4 MiB; a layer with bigger ones is pulled whole.
+const maxStream = 64 << 20
+
 var (
 	// ErrTOCDigest is a TOC that is not the one the manifest names.
 	ErrTOCDigest = errors.New("TOC digest mismatch")
@@ -209,6 +213,9 @@ func (l *Layer) group(tocOff int64) error {
 			s := stream{off: c.ent.Offset, end: min(c.ent.NextOffset(), tocOff), first: i}
 			if s.off < 0 || s.off >= s.end {
 				return fmt.Errorf("%q: data at [%d, %d) outside the blob's data (TOC at %d)", c.file.Name, s.off, s.end, tocOff)
+			}
+			if s.end-s.off > maxStream {
+				return fmt.Errorf("%q: a compressed chunk of %d bytes (at most %d)", c.file.Name, s.end-s.off, maxStream)
 			}
 			l.streams = append(l.streams, s)
 		}
