@@ -119,11 +119,11 @@ func buildTar(t testing.TB, entries []tarEntry) []byte {
 }
 
 // buildBlob makes an eStargz blob of the tar, the prioritized files first.
-func buildBlob(t testing.TB, tarb []byte, level int) ([]byte, digest.Digest) {
+func buildBlob(t testing.TB, tarb []byte, level int, more ...estargz.Option) ([]byte, digest.Digest) {
 	t.Helper()
-	b, err := estargz.Build(io.NewSectionReader(bytes.NewReader(tarb), 0, int64(len(tarb))),
-		estargz.WithChunkSize(testChunk), estargz.WithCompressionLevel(level),
-		estargz.WithPrioritizedFiles(prioritized))
+	opts := append([]estargz.Option{estargz.WithChunkSize(testChunk), estargz.WithCompressionLevel(level),
+		estargz.WithPrioritizedFiles(prioritized)}, more...)
+	b, err := estargz.Build(io.NewSectionReader(bytes.NewReader(tarb), 0, int64(len(tarb))), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/stargz-snapshotter/estargz"
 	"golang.org/x/sys/unix"
 )
 
@@ -219,6 +220,21 @@ func TestTreeMatchesTar(t *testing.T) {
 	}
 	t.Logf("blob %d bytes, files %d bytes, %d chunks in %d streams, %d range requests",
 		len(blob), m.Layer.Total(), len(m.Layer.chunks), len(m.Layer.streams), r.requests.Load())
+}
+
+// TestSharedStreams: a layer whose small files share gzip members
+// (estargz's min chunk size: entries at an inner offset of one stream)
+// reads the same.
+func TestSharedStreams(t *testing.T) {
+	entries := fixtureEntries()
+	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed, estargz.WithMinChunkSize(32<<10))
+	r := newRegistry(t, blob)
+	m := mountFixture(t, r, toc, Options{})
+	if len(m.Layer.streams) >= len(m.Layer.chunks) {
+		t.Fatalf("%d chunks in %d streams: none shared", len(m.Layer.chunks), len(m.Layer.streams))
+	}
+	compareTree(t, m.Mountpoint, expectedTree(entries))
+	t.Logf("%d chunks in %d streams, %d range requests", len(m.Layer.chunks), len(m.Layer.streams), r.requests.Load())
 }
 
 // TestConcurrentReads: readers of the same big file at once, in random
