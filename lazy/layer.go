@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -116,20 +117,14 @@ func Open(ctx context.Context, blob BlobReader, opts Options) (*Layer, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.FetchTimeout)
 	defer cancel()
-	ra := &tailReaderAt{ctxReaderAt: ctxReaderAt{ctx: ctx, b: blob}, size: blob.Size()}
-	r, err := estargz.Open(io.NewSectionReader(ra, 0, blob.Size()))
-	if err != nil {
-		if last := ra.lastErr(); last != nil { // estargz keeps only its text
-			return nil, fmt.Errorf("lazy layer %s: read TOC: %w", opts.TOCDigest, last)
-		}
-		return nil, fmt.Errorf("lazy layer %s: read TOC: %w", opts.TOCDigest, err)
+	r, ra, tocOff, err := readTOC(ctx, blob, opts, true)
+	if err != nil && !errors.Is(err, ErrUnavailable) && ra.loaded {
+		// The kept TOC is not this layer's (or not whole): from the registry then.
+		_ = os.Remove(filepath.Join(opts.Dir, tocFile))
+		r, ra, tocOff, err = readTOC(ctx, blob, opts, false)
 	}
-	if got := r.TOCDigest(); got != opts.TOCDigest {
-		return nil, fmt.Errorf("lazy layer: %w: blob's is %s, manifest says %s", ErrTOCDigest, got, opts.TOCDigest)
-	}
-	tocOff, _, err := estargz.OpenFooter(io.NewSectionReader(ra, 0, blob.Size()))
 	if err != nil {
-		return nil, fmt.Errorf("lazy layer %s: footer: %w", opts.TOCDigest, err)
+		return nil, err
 	}
 	l := &Layer{r: r, blob: blob, opts: opts, log: opts.Log.With("toc", opts.TOCDigest.String()),
 		files: map[*estargz.TOCEntry][]int{}, inflight: map[int]chan struct{}{}, closed: make(chan struct{})}
@@ -139,7 +134,34 @@ func Open(ctx context.Context, blob BlobReader, opts Options) (*Layer, error) {
 	if err := l.openCache(); err != nil {
 		return nil, fmt.Errorf("lazy layer %s: cache: %w", opts.TOCDigest, err)
 	}
+	if err := ra.saveTail(opts.Dir, tocOff); err != nil {
+		l.log.Warn("lazy: TOC not kept: the layer reopens only with its registry", "error", err)
+	}
 	return l, nil
+}
+
+// readTOC reads and checks the TOC (from the end of the blob kept in the
+// cache directory, if useKept and it is there) and finds where it starts.
+func readTOC(ctx context.Context, blob BlobReader, opts Options, useKept bool) (*estargz.Reader, *tailReaderAt, int64, error) {
+	ra := &tailReaderAt{ctxReaderAt: ctxReaderAt{ctx: ctx, b: blob}, size: blob.Size()}
+	if useKept {
+		ra.loadTail(opts.Dir)
+	}
+	r, err := estargz.Open(io.NewSectionReader(ra, 0, blob.Size()))
+	if err != nil {
+		if last := ra.lastErr(); last != nil { // estargz keeps only its text
+			return nil, ra, 0, fmt.Errorf("lazy layer %s: read TOC: %w: %w", opts.TOCDigest, ErrUnavailable, last)
+		}
+		return nil, ra, 0, fmt.Errorf("lazy layer %s: read TOC: %w", opts.TOCDigest, err)
+	}
+	if got := r.TOCDigest(); got != opts.TOCDigest {
+		return nil, ra, 0, fmt.Errorf("lazy layer: %w: blob's is %s, manifest says %s", ErrTOCDigest, got, opts.TOCDigest)
+	}
+	tocOff, _, err := estargz.OpenFooter(io.NewSectionReader(ra, 0, blob.Size()))
+	if err != nil {
+		return nil, ra, 0, fmt.Errorf("lazy layer %s: footer: %w", opts.TOCDigest, err)
+	}
+	return r, ra, tocOff, nil
 }
 
 // index lists every chunk of every regular file, in blob order, and groups
@@ -254,40 +276,4 @@ func (l *Layer) Close() error {
 		}
 	})
 	return err
-}
-
-// tailReaderAt keeps the read that reaches the blob's end (estargz.Open's
-// footer read), so that estargz.OpenFooter costs no second request.
-type tailReaderAt struct {
-	ctxReaderAt
-	size int64
-	mu   sync.Mutex
-	tail []byte
-	at   int64
-	err  error // the last failed read's
-}
-
-func (r *tailReaderAt) lastErr() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
-}
-
-func (r *tailReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	r.mu.Lock()
-	if r.tail != nil && off >= r.at && off+int64(len(p)) <= r.size {
-		n := copy(p, r.tail[off-r.at:])
-		r.mu.Unlock()
-		return n, nil
-	}
-	r.mu.Unlock()
-	n, err := r.ctxReaderAt.ReadAt(p, off)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err != nil {
-		r.err = err
-	} else if off+int64(n) == r.size {
-		r.tail, r.at = append([]byte(nil), p[:n]...), off
-	}
-	return n, err
 }

@@ -302,9 +302,9 @@ func TestKilledReaderNotHeld(t *testing.T) {
 	start := time.Now()
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	if took := time.Since(start); took > 2*time.Second {
+	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the killed reader took %v to go", took)
 	}
-	waitFor(t, 2*time.Second, func() bool { m.Layer.mu.Lock(); defer m.Layer.mu.Unlock(); return len(m.Layer.inflight) == 0 })
+	waitFor(t, 5*time.Second, func() bool { m.Layer.mu.Lock(); defer m.Layer.mu.Unlock(); return len(m.Layer.inflight) == 0 })
 	r.down.Store(false)
 }
