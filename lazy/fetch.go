@@ -88,7 +88,9 @@ func (l *Layer) fetchStream(ctx context.Context, i int) error {
 	s := l.streams[i]
 	buf := make([]byte, s.end-s.off)
 	if err := l.readRange(ctx, buf, s.off, firstBackoff, maxBackoff); err != nil {
-		l.outage.Store(time.Now().UnixNano())
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) { // not a reader interrupted, nor a close
+			l.outage.Store(time.Now().UnixNano())
+		}
 		return l.timeoutError(ctx, i, err)
 	}
 	if err := l.store(i, buf); err != nil {
@@ -175,8 +177,15 @@ func (l *Layer) FetchAll(ctx context.Context) error {
 	return err
 }
 
-// Background runs FetchAll until it is done or the layer closes.
+// Background runs FetchAll until it is done or the layer closes (once; not
+// after Close).
 func (l *Layer) Background() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.background || l.isClosed {
+		return
+	}
+	l.background = true
 	ctx, cancel := context.WithCancel(context.Background())
 	l.wg.Add(2)
 	go func() {

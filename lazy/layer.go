@@ -92,7 +92,9 @@ type Layer struct {
 	have     []bool // by stream
 	inflight map[int]chan struct{}
 	fetched  atomic.Int64
-	outage   atomic.Int64 // unix ns when a read last gave up on the registry, 0 since it answered
+	// background and isClosed: Background started, Close called (under mu)
+	background, isClosed bool
+	outage               atomic.Int64 // unix ns when a read last gave up on the registry, 0 since it answered
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -268,6 +270,9 @@ func (l *Layer) Complete() bool { return l.fetched.Load() == l.total }
 func (l *Layer) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.isClosed = true
+		l.mu.Unlock()
 		close(l.closed)
 		l.wg.Wait()
 		err = errors.Join(l.saveState(), l.data.Close())
