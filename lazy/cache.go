@@ -2,7 +2,6 @@ package lazy
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/containerd/stargz-snapshotter/estargz"
+
+	"github.com/minicri/minicri/internal/atomicfile"
 )
 
 // The cache of a layer, in its directory: data holds every chunk's
@@ -44,8 +45,7 @@ func (l *Layer) openCache() error {
 		return errors.Join(err, f.Truncate(l.total))
 	}
 	var s cacheState
-	b, err := os.ReadFile(filepath.Join(l.opts.Dir, stateFile))
-	if err != nil || json.Unmarshal(b, &s) != nil || s.TOC != l.opts.TOCDigest.String() ||
+	if err := atomicfile.ReadJSON(filepath.Join(l.opts.Dir, stateFile), &s); err != nil || s.TOC != l.opts.TOCDigest.String() ||
 		s.Total != l.total || len(s.Have) != (len(l.streams)+7)/8 {
 		return nil // nothing usable: fetch again
 	}
@@ -71,15 +71,7 @@ func (l *Layer) saveState() error {
 		}
 	}
 	l.mu.Unlock()
-	b, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(l.opts.Dir, stateFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("lazy cache: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(l.opts.Dir, stateFile)); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(l.opts.Dir, stateFile), s); err != nil {
 		return fmt.Errorf("lazy cache: %w", err)
 	}
 	return nil

@@ -15,6 +15,6 @@
 // reading.
 //
 // A domain package: it knows nothing of gRPC, the CRI or the rest of the
-// project (it imports nothing of it); image/ will hand it BlobReaders built on
-// a pull's transport.
+// project (it imports of it only internal/atomicfile); image/ will hand it
+// BlobReaders built on a pull's transport.
 package lazy

@@ -3,6 +3,7 @@ package lazy
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"syscall"
 
@@ -149,18 +150,19 @@ func (n *node) attr(a *fuse.Attr) {
 		return
 	}
 	e := n.e
-	a.Mode = fileType(e) | uint32(e.Mode)&07777
-	a.Uid, a.Gid = uint32(e.UID), uint32(e.GID)
-	a.Nlink = uint32(max(e.NumLink, 1))
+	a.Mode = fileType(e) | u32(e.Mode&07777)
+	a.Uid, a.Gid = u32(e.UID), u32(e.GID)
+	a.Nlink = u32(max(e.NumLink, 1))
 	switch e.Type {
 	case "dir":
 		a.Nlink, a.Size = 2+n.subdirs, 4096
 	case "reg":
-		a.Size = uint64(e.Size)
+		a.Size = uint64(max(e.Size, 0)) //nolint:gosec // not negative
 	case "symlink":
 		a.Size = uint64(len(e.LinkName))
 	case "char", "block":
-		a.Rdev = uint32(unix.Mkdev(uint32(e.DevMajor), uint32(e.DevMinor)))
+		// The kernel's 32-bit encoding (12-bit major, 20-bit minor), as stat's.
+		a.Rdev = uint32(unix.Mkdev(u32(e.DevMajor), u32(e.DevMinor))) //nolint:gosec // see above
 	}
 	a.Blocks = (a.Size + 511) / 512
 	t := e.ModTime()
@@ -211,12 +213,12 @@ func (n *node) Getxattr(_ context.Context, attr string, dest []byte) (uint32, sy
 		return 0, syscall.ENODATA
 	}
 	if len(dest) == 0 {
-		return uint32(len(v)), 0
+		return u32(len(v)), 0
 	}
 	if len(dest) < len(v) {
-		return uint32(len(v)), syscall.ERANGE
+		return u32(len(v)), syscall.ERANGE
 	}
-	return uint32(copy(dest, v)), 0
+	return u32(copy(dest, v)), 0
 }
 
 // Listxattr lists the entry's xattr names, each NUL-terminated.
@@ -226,10 +228,15 @@ func (n *node) Listxattr(_ context.Context, dest []byte) (uint32, syscall.Errno)
 		b = append(append(b, k...), 0)
 	}
 	if len(dest) == 0 {
-		return uint32(len(b)), 0
+		return u32(len(b)), 0
 	}
 	if len(dest) < len(b) {
-		return uint32(len(b)), syscall.ERANGE
+		return u32(len(b)), syscall.ERANGE
 	}
-	return uint32(copy(dest, b)), 0
+	return u32(copy(dest, b)), 0
+}
+
+// u32 clamps a TOC's number (or a length) into a uint32.
+func u32[T int | int64](v T) uint32 {
+	return uint32(min(max(int64(v), 0), math.MaxUint32)) //nolint:gosec // clamped
 }

@@ -33,7 +33,7 @@ func StartServer(ctx context.Context, socket string, cmd ServerCommand) (int, er
 		return 0, fmt.Errorf("lazyfs start: %w", err)
 	}
 	defer logf.Close()
-	p := exec.Command(cmd.Path, append(cmd.Args, "--socket", socket)...)
+	p := exec.Command(cmd.Path, append(cmd.Args, "--socket", socket)...) //nolint:gosec // the server binary is the daemon's configuration
 	p.Env = append(os.Environ(), cmd.Env...)
 	p.Stdout, p.Stderr = logf, logf
 	p.Dir = "/"

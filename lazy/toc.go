@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/minicri/minicri/internal/atomicfile"
 )
 
 // tocFile keeps the blob's end, from the TOC to the footer, in the layer's
@@ -86,11 +88,7 @@ func (r *tailReaderAt) saveTail(dir string, off int64) error {
 		}
 		at += int64(n)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, b, 0o600)
 }
 
 // covered is how many bytes from off one kept piece holds (else all that is
