@@ -57,6 +57,8 @@ func Mount(mountpoint string, l *Layer, debug bool) (*Mounted, error) {
 			DirectMountStrict:    true,
 			DirectMountFlags:     syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV,
 			EnableSymlinkCaching: true,
+			MaxWrite:             1 << 20, // also max_read: requests of up to 1 MiB
+			MaxReadAhead:         1 << 20,
 			Debug:                debug,
 			Logger:               logger,
 		},

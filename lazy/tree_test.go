@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -215,6 +216,12 @@ func TestTreeMatchesTar(t *testing.T) {
 	r := newRegistry(t, blob)
 	m := mountFixture(t, r, toc, Options{})
 	compareTree(t, m.Mountpoint, expectedTree(entries))
+	if f, err := os.OpenFile(filepath.Join(m.Mountpoint, "bin/app"), os.O_RDWR, 0); !errors.Is(err, syscall.EROFS) {
+		if err == nil {
+			f.Close()
+		}
+		t.Errorf("open for writing: %v, want EROFS", err)
+	}
 	if !m.Layer.Complete() {
 		t.Errorf("every file read, yet the layer has %d of %d bytes", m.Layer.Fetched(), m.Layer.Total())
 	}
