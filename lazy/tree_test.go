@@ -4,7 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -278,4 +280,28 @@ func TestConcurrentReads(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestLayerWithoutData: layers with no file bytes at all (directories,
+// links, empty files; or nothing) mount and read.
+func TestLayerWithoutData(t *testing.T) {
+	for name, entries := range map[string][]tarEntry{
+		"no data": {dirEntry("etc/", 0o755, 0), fileEntry("etc/empty", 0o600, nil), linkEntry(tar.TypeSymlink, "etc/l", "empty")},
+		"empty":   nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			tarb := buildTar(t, entries)
+			blob, err := estargz.Build(io.NewSectionReader(bytes.NewReader(tarb), 0, int64(len(tarb))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(blob)
+			blob.Close()
+			m := mountFixture(t, newRegistry(t, data), blob.TOCDigest(), Options{})
+			compareTree(t, m.Mountpoint, expectedTree(entries))
+			if err := m.Layer.Prefetch(context.Background()); err != nil || !m.Layer.Complete() {
+				t.Errorf("prefetch: %v, complete %v", err, m.Layer.Complete())
+			}
+		})
+	}
 }
