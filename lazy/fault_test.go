@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -242,5 +244,40 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 			t.Fatalf("not done after %v", d)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stargzFooter is an eStargz footer naming a TOC at off: an empty gzip
+// member whose extra field says where.
+func stargzFooter(t *testing.T, off int64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.NoCompression)
+	extra := fmt.Sprintf("%016xSTARGZ", off)
+	zw.Extra = append([]byte{'S', 'G', byte(len(extra)), 0}, extra...)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() != estargz.FooterSize {
+		t.Fatalf("footer of %d bytes", buf.Len())
+	}
+	return buf.Bytes()
+}
+
+// TestTOCBombRefused: a TOC that decompresses past the bound is refused
+// before estargz would read it into memory whole.
+func TestTOCBombRefused(t *testing.T) {
+	var blob bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&blob, gzip.BestSpeed)
+	zeros := make([]byte, 1<<20)
+	for range maxTOCJSON>>20 + 1 {
+		_, _ = zw.Write(zeros)
+	}
+	_ = zw.Close()
+	blob.Write(stargzFooter(t, 0))
+	r := newRegistry(t, blob.Bytes())
+	_, err := Open(context.Background(), r.blobReader(), Options{Dir: t.TempDir(), TOCDigest: digest.FromString("x")})
+	if err == nil || !strings.Contains(err.Error(), "decompressed") {
+		t.Fatalf("Open of a %d-byte TOC bomb: %v", blob.Len(), err)
 	}
 }

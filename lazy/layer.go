@@ -1,6 +1,8 @@
 package lazy
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -144,26 +146,67 @@ func Open(ctx context.Context, blob BlobReader, opts Options) (*Layer, error) {
 
 // readTOC reads and checks the TOC (from the end of the blob kept in the
 // cache directory, if useKept and it is there) and finds where it starts.
+// Its size is bounded before estargz reads it whole (checkTOCSize).
 func readTOC(ctx context.Context, blob BlobReader, opts Options, useKept bool) (*estargz.Reader, *tailReaderAt, int64, error) {
 	ra := &tailReaderAt{ctxReaderAt: ctxReaderAt{ctx: ctx, b: blob}, size: blob.Size()}
 	if useKept {
 		ra.loadTail(opts.Dir)
 	}
-	r, err := estargz.Open(io.NewSectionReader(ra, 0, blob.Size()))
+	sr := io.NewSectionReader(ra, 0, blob.Size())
+	tocOff, footer, err := estargz.OpenFooter(sr)
 	if err != nil {
-		if last := ra.lastErr(); last != nil { // estargz keeps only its text
-			return nil, ra, 0, fmt.Errorf("lazy layer %s: read TOC: %w: %w", opts.TOCDigest, ErrUnavailable, last)
-		}
-		return nil, ra, 0, fmt.Errorf("lazy layer %s: read TOC: %w", opts.TOCDigest, err)
+		return nil, ra, 0, tocError(opts, ra, "footer", err)
+	}
+	if err := checkTOCSize(ra, tocOff, footer); err != nil {
+		return nil, ra, 0, tocError(opts, ra, "TOC", err)
+	}
+	r, err := estargz.Open(sr) // served from what checkTOCSize read
+	if err != nil {
+		return nil, ra, 0, tocError(opts, ra, "TOC", err)
 	}
 	if got := r.TOCDigest(); got != opts.TOCDigest {
 		return nil, ra, 0, fmt.Errorf("lazy layer: %w: blob's is %s, manifest says %s", ErrTOCDigest, got, opts.TOCDigest)
 	}
-	tocOff, _, err := estargz.OpenFooter(io.NewSectionReader(ra, 0, blob.Size()))
-	if err != nil {
-		return nil, ra, 0, fmt.Errorf("lazy layer %s: footer: %w", opts.TOCDigest, err)
-	}
 	return r, ra, tocOff, nil
+}
+
+// tocError names the registry's failure, if a read failed (estargz keeps
+// only the text of errors), as ErrUnavailable.
+func tocError(opts Options, ra *tailReaderAt, what string, err error) error {
+	if last := ra.lastErr(); last != nil {
+		return fmt.Errorf("lazy layer %s: read %s: %w: %w", opts.TOCDigest, what, ErrUnavailable, last)
+	}
+	return fmt.Errorf("lazy layer %s: read %s: %w", opts.TOCDigest, what, err)
+}
+
+// maxTOCJSON bounds a TOC's decompressed bytes (about a million entries).
+const maxTOCJSON = 256 << 20
+
+// checkTOCSize bounds the TOC before estargz reads it whole and into
+// memory: its compressed bytes (maxTOCKeep) and, decompressing it once
+// without keeping it, its JSON (maxTOCJSON): a TOC is the image author's,
+// and the manifest's digest does not bound its size.
+func checkTOCSize(ra *tailReaderAt, tocOff, footer int64) error {
+	n := ra.size - footer - tocOff
+	if tocOff < 0 || n <= 0 || n > maxTOCKeep {
+		return fmt.Errorf("a TOC of %d bytes at %d (at most %d)", n, tocOff, maxTOCKeep)
+	}
+	b := make([]byte, n)
+	if _, err := ra.ReadAt(b, tocOff); err != nil {
+		return err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("TOC: %w", err)
+	}
+	m, err := io.Copy(io.Discard, io.LimitReader(zr, maxTOCJSON+1))
+	if err != nil {
+		return fmt.Errorf("TOC: %w", err)
+	}
+	if m > maxTOCJSON {
+		return fmt.Errorf("a TOC of more than %d bytes decompressed", maxTOCJSON)
+	}
+	return nil
 }
 
 // index lists every chunk of every regular file, in blob order, and groups
