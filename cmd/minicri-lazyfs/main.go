@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/minicri/minicri/lazy"
@@ -19,6 +20,7 @@ import (
 func main() {
 	socket := flag.String("socket", "/run/minicri/lazyfs.sock", "unix socket to serve the daemon on")
 	level := flag.String("log-level", "info", "debug, info, warn or error")
+	oomAdj := flag.Int("oom-score-adj", -998, "its own oom_score_adj: the OOM killer taking it takes every lazy layer's files")
 	flag.Parse()
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(*level)); err != nil {
@@ -26,6 +28,9 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(*oomAdj)), 0); err != nil {
+		log.Warn("minicri-lazyfs: oom_score_adj not set", "value", *oomAdj, "error", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
