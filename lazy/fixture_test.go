@@ -3,6 +3,7 @@ package lazy
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,4 +259,23 @@ func entryData(entries []tarEntry, name string) []byte {
 		}
 	}
 	panic("no " + name + " in the fixture")
+}
+
+// layerFixture is a registry serving the fixture layer, a temporary
+// directory with an empty mount point (detached at the end, whatever
+// happened) and the spec that mounts the layer there.
+func layerFixture(t *testing.T) ([]tarEntry, MountSpec, string) {
+	t.Helper()
+	needFUSE(t)
+	entries := fixtureEntries()
+	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed)
+	r := newRegistry(t, blob)
+	dir := t.TempDir()
+	mnt := filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	return entries, MountSpec{Mountpoint: mnt, Dir: filepath.Join(dir, "cache"), TOCDigest: toc.String(),
+		Source: Source{URL: r.blobReader().URL, Size: int64(len(blob))}}, dir
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+	digest "github.com/opencontainers/go-digest"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,19 +46,16 @@ func connDir(t *testing.T, mnt string) string {
 // and fetched in the background, there is no mount, no FUSE connection and
 // no goroutine more than before.
 func TestUnmountLeavesNothing(t *testing.T) {
-	needFUSE(t)
 	withFusectl(t)
-	entries := fixtureEntries()
-	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed)
-	r := newRegistry(t, blob)
-	dir := t.TempDir()
-	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
+	entries, spec, _ := layerFixture(t)
+	mnt := spec.Mountpoint
+	blob, err := httpSource(spec.Source)
+	if err != nil {
 		t.Fatal(err)
 	}
 	runtime.GC()
 	before := runtime.NumGoroutine()
-	l, err := Open(context.Background(), r.blobReader(), Options{Dir: filepath.Join(dir, "cache"), TOCDigest: toc, SpanBytes: 256 << 10})
+	l, err := Open(context.Background(), blob, Options{Dir: spec.Dir, TOCDigest: digest.Digest(spec.TOCDigest), SpanBytes: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

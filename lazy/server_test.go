@@ -80,17 +80,9 @@ func testClientMain() int {
 // a new client finds it and its mount, unmounts, and the server stops on
 // SIGTERM.
 func TestServerOutlivesClient(t *testing.T) {
-	needFUSE(t)
-	entries := fixtureEntries()
-	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed)
-	r := newRegistry(t, blob)
-	dir := t.TempDir()
-	mnt, socket, logf := filepath.Join(dir, "mnt"), filepath.Join(dir, "lazyfs.sock"), filepath.Join(dir, "lazyfs.log")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	spec := MountSpec{Mountpoint: mnt, Dir: filepath.Join(dir, "cache"), TOCDigest: toc.String(),
-		Source: Source{URL: r.blobReader().URL, Size: int64(len(blob))}, Prefetch: true}
+	entries, spec, dir := layerFixture(t)
+	spec.Prefetch = true
+	mnt, socket, logf := spec.Mountpoint, filepath.Join(dir, "lazyfs.sock"), filepath.Join(dir, "lazyfs.log")
 	// The server, orphaned by its client, is then this process's child.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		t.Fatal(err)
@@ -102,7 +94,6 @@ func TestServerOutlivesClient(t *testing.T) {
 		if !reaped {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
 		if t.Failed() {
 			b, _ := os.ReadFile(logf)
 			t.Logf("server log:\n%s", b)
@@ -115,7 +106,7 @@ func TestServerOutlivesClient(t *testing.T) {
 	ctx := context.Background()
 	c := Client{Socket: socket}
 	got, mounts, err := c.List(ctx)
-	if err != nil || got != pid || len(mounts) != 1 || mounts[0].Mountpoint != mnt || mounts[0].TOCDigest != toc.String() {
+	if err != nil || got != pid || len(mounts) != 1 || mounts[0].Mountpoint != mnt || mounts[0].TOCDigest != spec.TOCDigest {
 		t.Fatalf("list: pid %d, %+v, %v; want pid %d serving %s", got, mounts, err, pid, mnt)
 	}
 	if err := c.Unmount(ctx, mnt, false); err != nil {
@@ -195,22 +186,15 @@ func stopServer(t *testing.T, pid int) (reaped bool) {
 // background fetch completes, unmount, and the server unmounts what is left
 // when it stops.
 func TestServerMountListUnmount(t *testing.T) {
-	needFUSE(t)
-	blob, toc := buildBlob(t, buildTar(t, fixtureEntries()), gzip.BestSpeed)
-	r := newRegistry(t, blob)
-	dir := t.TempDir()
-	socket, mnt := filepath.Join(dir, "s.sock"), filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	_, spec, dir := layerFixture(t)
+	spec.Prefetch, spec.Background = true, true
+	socket, mnt := filepath.Join(dir, "s.sock"), spec.Mountpoint
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- NewServer(slog.New(slog.DiscardHandler)).Serve(ctx, socket) }()
-	t.Cleanup(func() { cancel(); <-served; _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	t.Cleanup(func() { cancel(); <-served })
 	c := Client{Socket: socket}
 	waitFor(t, 5*time.Second, func() bool { _, _, err := c.List(ctx); return err == nil })
-	spec := MountSpec{Mountpoint: mnt, Dir: filepath.Join(dir, "cache"), TOCDigest: toc.String(),
-		Source: Source{URL: r.blobReader().URL, Size: int64(len(blob))}, Prefetch: true, Background: true}
 	for _, want := range []bool{true, true} {
 		if err := c.Mount(ctx, spec); (err == nil) != want {
 			t.Fatalf("mount: %v", err)
@@ -245,15 +229,8 @@ func TestServerMountListUnmount(t *testing.T) {
 // TestDeadServerMountsDetached: a server killed -9 leaves its mounts dead
 // (ENOTCONN); the next server detaches them as it starts.
 func TestDeadServerMountsDetached(t *testing.T) {
-	needFUSE(t)
-	blob, toc := buildBlob(t, buildTar(t, fixtureEntries()), gzip.BestSpeed)
-	r := newRegistry(t, blob)
-	dir := t.TempDir()
-	mnt, socket := filepath.Join(dir, "mnt"), filepath.Join(dir, "lazyfs.sock")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	_, spec, dir := layerFixture(t)
+	mnt, socket := spec.Mountpoint, filepath.Join(dir, "lazyfs.sock")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := ServerCommand{Path: os.Args[0], Env: []string{roleEnv + "=server"}, Log: filepath.Join(dir, "lazyfs.log")}
@@ -261,8 +238,6 @@ func TestDeadServerMountsDetached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := MountSpec{Mountpoint: mnt, Dir: filepath.Join(dir, "cache"), TOCDigest: toc.String(),
-		Source: Source{URL: r.blobReader().URL, Size: int64(len(blob))}}
 	if err := (Client{Socket: socket}).Mount(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
