@@ -281,3 +281,26 @@ func TestTOCBombRefused(t *testing.T) {
 		t.Fatalf("Open of a %d-byte TOC bomb: %v", blob.Len(), err)
 	}
 }
+
+// TestTruncatedBlobIsEIO: a registry whose blob ends before a chunk does
+// (shorter than the manifest says) gives that chunk's reads EIO within the
+// fetch timeout; the chunks it still holds read.
+func TestTruncatedBlobIsEIO(t *testing.T) {
+	entries := fixtureEntries()
+	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed)
+	r := newRegistry(t, blob)
+	m := mountFixture(t, r, toc, Options{FetchTimeout: time.Second})
+	start, end := chunkRegion(t, blob, "bin/app", 20*testChunk)
+	short := blob[:start+(end-start)/2]
+	r.blob.Store(&short)
+	app := filepath.Join(m.Mountpoint, "bin/app")
+	t0 := time.Now()
+	if _, err := readAt(app, 100, 20*testChunk); !errors.Is(err, syscall.EIO) || time.Since(t0) > 4*time.Second {
+		t.Fatalf("chunk past the blob's end: %v after %v, want EIO within the bound", err, time.Since(t0))
+	}
+	time.Sleep(outageGrace)
+	big := entryData(entries, "bin/app")
+	if b, err := readAt(app, 100, 2*testChunk); err != nil || !bytes.Equal(b, big[2*testChunk:2*testChunk+100]) {
+		t.Errorf("chunk before the cut: %v", err)
+	}
+}
