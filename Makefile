@@ -68,7 +68,7 @@ deps:
 
 # ---- build -----------------------------------------------------------------
 
-build: bin/minicri bin/minicri-pause bin/minicri-monitor bin/minicri-monitor-helper
+build: bin/minicri bin/minicri-pause bin/minicri-monitor bin/minicri-monitor-helper bin/minicri-lazyfs
 
 bin/minicri: FORCE | deps
 	CGO_ENABLED=1 $(GO) build -tags '$(GOTAGS)' -o $@ ./cmd/minicri
@@ -79,6 +79,10 @@ bin/minicri-pause: cmd/minicri-pause/pause.c | deps
 
 bin/minicri-monitor-helper: FORCE | deps
 	CGO_ENABLED=1 $(GO) build -tags '$(GOTAGS)' -o $@ ./cmd/minicri-monitor-helper
+
+# The per-node server of lazily pulled layers (FUSE; package lazy). Not used by the daemon yet.
+bin/minicri-lazyfs: FORCE | deps
+	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/minicri-lazyfs
 
 # The long-lived per-pod monitor (C); its short-lived Go helper is bin/minicri-monitor-helper.
 MONITOR_SRC := $(wildcard cmd/minicri-monitor/*.c cmd/minicri-monitor/*.h)
