@@ -59,7 +59,7 @@ export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all check integration-short deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt bench-scale clean FORCE
 .PHONY: conformance-ci-specs cluster cluster-down cluster-netcheck cluster-scale cluster-test conformance-ci
-.PHONY: e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall soak soak-ci
+.PHONY: bench-ab e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall soak soak-ci
 
 all: build
 
@@ -134,7 +134,7 @@ integration: build
 	CGO_ENABLED=1 $(GO) test -count=1 -tags '$(GOTAGS)' $(INTEGRATION_FLAGS) $(if $(INTEGRATION_RUN),-run '$(INTEGRATION_RUN)') ./test/integration/...
 
 # The soak (test/soak): a private instance churned under seeded faults; the seed is printed
-# (SOAK_SEED=N replays its fault schedule). soak-ci (not yet a phase of make test): 5 minutes at
+# (SOAK_SEED=N replays its fault schedule). soak-ci (a phase of make test, after integration): 5 minutes at
 # a scale that fits 2 cores, on a CNI conflist (SOAK_NETWORK=cni: its CNI faults too). Other knobs: SOAK_PROBE, SOAK_LIFE, SOAK_FAULT_EVERY, SOAK_KEEP=1.
 SOAK_MINUTES ?= 30
 SOAK_PODS    ?= 110
@@ -265,6 +265,14 @@ bench-scale: build
 	@hack/deps.sh install bench-scale
 	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
 	hack/bench-scale.sh $(OUT)/bin/cribench
+
+# minicri at BENCH_AB_REV against the build of now, the pods section of make bench,
+# BENCH_AB_ROUNDS rounds alternating (hack/bench-ab.sh): "within noise" for refactors.
+BENCH_AB_REV    ?= HEAD~1
+BENCH_AB_ROUNDS ?= 3
+bench-ab: build
+	@hack/deps.sh install bench-ab
+	hack/bench-ab.sh $(BENCH_AB_REV) $(BENCH_AB_ROUNDS)
 
 # Checkpoint/restore and pod migration (two instances) times of minicri alone; `make bench`
 # runs the same with the migration within one instance.

@@ -23,11 +23,12 @@ var phasesOf = []struct {
 	{"hack/deps.sh", []string{"deps"}},
 	{"hack/fuzz.sh", []string{"fuzz"}},
 	{"hack/bench-scale.sh", []string{"bench-scale"}},
+	{"hack/bench-ab.sh", []string{"bench-ab"}},
 	{"hack/bench", []string{"bench"}},
 	{"hack/containerd.sh", []string{"bench", "bench-scale"}},
 	{"hack/monitor-mem.sh", []string{"bench"}},
 	{"hack/ccalls.sh", []string{"lint"}},
-	{"hack/", []string{"critest", "e2e", "cluster", "conformance-ci", "bench"}}, // instance.sh, lib.sh
+	{"hack/", []string{"critest", "e2e", "cluster", "conformance-ci", "bench", "bench-ab"}}, // instance.sh, lib.sh
 	{"test/critest/", []string{"critest"}},
 	{"test/e2e/", []string{"e2e", "e2e-evented"}},
 	{"test/cluster/", []string{"cluster", "conformance-ci"}},
