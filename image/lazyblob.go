@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -50,6 +51,7 @@ func (s *Store) LazyBlob(ctx context.Context, ref string, auth *AuthConfig, dige
 		return nil, fmt.Errorf("no registry host for layer %s of %s", digest, pr.String())
 	}
 	rb.clients = make([]*http.Client, len(rb.eps))
+	rb.recs = make([]*recordTransport, len(rb.eps))
 	return rb, nil
 }
 
@@ -62,8 +64,9 @@ type rangeBlob struct {
 	eps  []int // endpoint indexes, in the order to try
 
 	mu      sync.Mutex
-	cur     int            // position in eps of the endpoint to try first
-	clients []*http.Client // by position in eps
+	cur     int                // position in eps of the endpoint to try first
+	clients []*http.Client     // by position in eps
+	recs    []*recordTransport // the clients' innermost wrappers, by position in eps
 }
 
 // Size is the blob's length, as the manifest says.
@@ -112,14 +115,14 @@ func (b *rangeBlob) client(ctx context.Context, pos int) (*http.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ep, err)
 	}
-	rt := &rewriteTransport{registryHost: b.p.repo.RegistryStr(), ep: ep, base: base}
+	rec := &recordTransport{next: &rewriteTransport{registryHost: b.p.repo.RegistryStr(), ep: ep, base: base}}
 	scopes := []string{b.p.repo.Scope(transport.PullScope)}
-	at, err := transport.NewWithContext(ctx, b.p.repo.Registry, b.p.authenticator(ep), rt, scopes)
+	at, err := transport.NewWithContext(ctx, b.p.repo.Registry, b.p.authenticator(ep), rec, scopes)
 	if err != nil {
 		return nil, err
 	}
 	c := &http.Client{Transport: at}
-	b.clients[pos] = c
+	b.clients[pos], b.recs[pos] = c, rec
 	return c, nil
 }
 
@@ -132,4 +135,94 @@ func (b *rangeBlob) CloseIdle() {
 			c.CloseIdleConnections()
 		}
 	}
+}
+
+// ErrNoLazySource is an endpoint whose settings a lazy.Source cannot carry
+// (client certificates, skip_verify, more than one CA file).
+var ErrNoLazySource = errors.New("endpoint settings a lazyfs source cannot carry")
+
+// LazySource is where minicri-lazyfs, a process of its own, can read the
+// blob that LazyBlob reads: the first endpoint, in hosts.toml order, that
+// answers a range request for the blob's last byte, as its URL and the
+// headers this process sent to it (hosts.toml's and the Authorization the
+// registry accepted: basic credentials, or a token as the token server
+// issued it, which lazyfs cannot renew). An endpoint with settings a
+// Source cannot carry is skipped (ErrNoLazySource when no other one
+// answers).
+func (s *Store) LazySource(ctx context.Context, ref string, auth *AuthConfig, digest string, size int64) (lazy.Source, error) {
+	br, err := s.LazyBlob(ctx, ref, auth, digest, size)
+	if err != nil {
+		return lazy.Source{}, err
+	}
+	b := br.(*rangeBlob)
+	defer b.CloseIdle()
+	var errs []error
+	for pos := range b.eps {
+		ep := b.p.eps[b.eps[pos]]
+		src, err := b.source(ctx, pos)
+		if err == nil {
+			return src, nil
+		}
+		if cerr := contextErr(ctx); cerr != nil {
+			return lazy.Source{}, cerr
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", ep, endpointError(err, ep)))
+	}
+	return lazy.Source{}, fmt.Errorf("lazy source of layer %s of %s: %w", digest, b.p.ref.String(), errors.Join(errs...))
+}
+
+// source probes the endpoint at pos in eps and returns its Source.
+func (b *rangeBlob) source(ctx context.Context, pos int) (lazy.Source, error) {
+	ep := b.p.eps[b.eps[pos]]
+	if ep.SkipVerify || len(ep.ClientCerts) > 0 || len(ep.CAs) > 1 {
+		return lazy.Source{}, ErrNoLazySource
+	}
+	if b.size <= 0 {
+		return lazy.Source{}, fmt.Errorf("blob size %d", b.size)
+	}
+	c, err := b.client(ctx, pos)
+	if err != nil {
+		return lazy.Source{}, err
+	}
+	hb := &lazy.HTTPBlob{URL: b.url, Client: c, Len: b.size}
+	if _, err := hb.ReadAt(ctx, make([]byte, 1), b.size-1); err != nil {
+		return lazy.Source{}, err
+	}
+	req := b.recs[pos].lastRequest()
+	if req == nil {
+		return lazy.Source{}, errors.New("no request to the registry recorded")
+	}
+	out := b.recs[pos].next.endpointRequest(req)
+	h := out.Header.Clone()
+	h.Del("Range")
+	h.Del("User-Agent")
+	src := lazy.Source{URL: out.URL.String(), Header: h, Size: b.size}
+	if len(ep.CAs) == 1 {
+		src.CAFile = ep.CAs[0]
+	}
+	return src, nil
+}
+
+// recordTransport keeps the last request to the registry's /v2/ API that
+// passes it, as the authenticating transport above it sent it.
+type recordTransport struct {
+	next *rewriteTransport
+
+	mu   sync.Mutex
+	last *http.Request
+}
+
+func (t *recordTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host == t.next.registryHost && strings.HasPrefix(req.URL.Path, "/v2/") {
+		t.mu.Lock()
+		t.last = req
+		t.mu.Unlock()
+	}
+	return t.next.RoundTrip(req)
+}
+
+func (t *recordTransport) lastRequest() *http.Request {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
 }

@@ -133,3 +133,50 @@ func TestLazyBlobMirrors(t *testing.T) {
 		t.Fatalf("want ErrRangeRefused, got %v", err)
 	}
 }
+
+// LazySource hands minicri-lazyfs what it needs to read the blob alone:
+// the endpoint's URL and the credentials the registry accepted.
+func TestLazySource(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opts fixture.Options
+		auth *AuthConfig
+	}{
+		"anonymous":  {fixture.Options{}, nil},
+		"basic":      {fixture.Options{Username: "bob", Password: "pw"}, &AuthConfig{Username: "bob", Password: "pw"}},
+		"token auth": {fixture.Options{TokenAuth: true, Username: "bob", Password: "pw"}, &AuthConfig{Username: "bob", Password: "pw"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := startRegistry(t, tc.opts)
+			ti := makeImage(t, "src", "src")
+			push(t, srv, "lazy/app:1", ti.img)
+			hosts := t.TempDir()
+			const host = "registry.example"
+			writeHosts(t, hosts, host, fmt.Sprintf("server = \"http://%s\"\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n  [host.\"http://%s\".header]\n    X-Mirror = \"yes\"\n",
+				srv.Host, srv.Host, srv.Host))
+			s := newStore(t, "", hosts)
+			l := ti.layers[1]
+			src, err := s.LazySource(ctxT(t), host+"/lazy/app:1", tc.auth, l.DigestString(), int64(len(l.Blob)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(src.URL, srv.URL+"/v2/lazy/app/blobs/") || src.Header.Get("X-Mirror") != "yes" || src.Size != int64(len(l.Blob)) {
+				t.Fatalf("source %+v", src)
+			}
+			if (tc.auth != nil) != (src.Header.Get("Authorization") != "") {
+				t.Fatalf("Authorization %q", src.Header.Get("Authorization"))
+			}
+			hb := &lazy.HTTPBlob{URL: src.URL, Header: src.Header, Len: src.Size}
+			defer hb.CloseIdle()
+			if got := readAll(t, hb, 100); !bytes.Equal(got, l.Blob) {
+				t.Fatal("wrong bytes through the source")
+			}
+		})
+	}
+	// An endpoint whose TLS settings a source cannot carry.
+	hosts := t.TempDir()
+	writeHosts(t, hosts, "registry.example", "server = \"https://127.0.0.1:1\"\n[host.\"https://127.0.0.1:1\"]\n  capabilities = [\"pull\"]\n  skip_verify = true\n")
+	_, err := newStore(t, "", hosts).LazySource(ctxT(t), "registry.example/lazy/app:1", nil, "sha256:"+strings.Repeat("a", 64), 10)
+	if !errors.Is(err, ErrNoLazySource) {
+		t.Fatalf("skip_verify: %v", err)
+	}
+}
