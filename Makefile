@@ -134,7 +134,7 @@ integration: build
 	CGO_ENABLED=1 $(GO) test -count=1 -tags '$(GOTAGS)' $(INTEGRATION_FLAGS) $(if $(INTEGRATION_RUN),-run '$(INTEGRATION_RUN)') ./test/integration/...
 
 # The soak (test/soak): a private instance churned under seeded faults; the seed is printed
-# (SOAK_SEED=N replays its fault schedule). soak-ci (a phase of make test, after integration): 5 minutes at
+# (SOAK_SEED=N replays its fault schedule). soak-ci (not yet a phase of make test): 5 minutes at
 # a scale that fits 2 cores, on a CNI conflist (SOAK_NETWORK=cni: its CNI faults too). Other knobs: SOAK_PROBE, SOAK_LIFE, SOAK_FAULT_EVERY, SOAK_KEEP=1.
 SOAK_MINUTES ?= 30
 SOAK_PODS    ?= 110

@@ -26,9 +26,10 @@ const streamWithin = 10 * time.Second
 
 func pageOf(p *pod) string { return "soak page of " + p.name + "\n" }
 
-// serveScript starts busybox httpd (it daemonizes) serving pageOf(p).
+// serveScript starts busybox httpd (it daemonizes) serving pageOf(p). Its
+// errors (a root full at that moment) stay out of the numbered log.
 func serveScript(p *pod) string {
-	return fmt.Sprintf("mkdir -p /tmp/www && printf '%%s\\n' '%s' >/tmp/www/index.html && httpd -p %d -h /tmp/www; ",
+	return fmt.Sprintf("{ mkdir -p /tmp/www && printf '%%s\\n' '%s' >/tmp/www/index.html && httpd -p %d -h /tmp/www; } 2>/dev/null; ",
 		strings.TrimSuffix(pageOf(p), "\n"), httpdPort)
 }
 
