@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -131,11 +128,6 @@ func (s *soak) nodeLeftovers() []string {
 	if d := s.stateDiff(); len(d) > 0 {
 		out = append(out, d...)
 	}
-	for _, m := range mountsUnder(s.inst.dir) {
-		if m != s.inst.root && m != filepath.Join(s.inst.state, "netns") {
-			out = append(out, "mount "+m)
-		}
-	}
 	if ports := bridgePorts(s.inst.bridge); len(ports) > 0 {
 		out = append(out, fmt.Sprintf("veths on %s: %v", s.inst.bridge, ports))
 	}
@@ -148,13 +140,5 @@ func (s *soak) nodeLeftovers() []string {
 	for _, p := range processesMentioning(s.inst.dir, s.inst.pid()) {
 		out = append(out, "process "+p)
 	}
-	for _, sub := range []string{"state/netns", "state/sandboxes", "root/sandboxes", "root/containers", "state/containers"} {
-		ents, _ := os.ReadDir(filepath.Join(s.inst.dir, sub))
-		for _, e := range ents {
-			if !strings.HasPrefix(e.Name(), ".") {
-				out = append(out, "record "+filepath.Join(sub, e.Name()))
-			}
-		}
-	}
-	return out
+	return append(out, s.inst.daemon.leftovers(s, nil)...)
 }

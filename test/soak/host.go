@@ -13,8 +13,12 @@ import (
 // What the host shows of the instance: mounts, processes, cgroups, links.
 
 // mountsUnder lists mount points under dir, deepest first.
-func mountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
+func mountsUnder(dir string) []string { return mountsIn("/proc/self/mountinfo", dir) }
+
+// mountsIn lists the mount points under dir of a mount table (a
+// mountinfo file of /proc), deepest first.
+func mountsIn(table, dir string) []string {
+	f, err := os.Open(table)
 	if err != nil {
 		return nil
 	}

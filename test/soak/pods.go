@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand"
 	"path/filepath"
@@ -48,6 +47,7 @@ func (s *soak) podConfig(p *pod) *runtimeapi.PodSandboxConfig {
 func (s *soak) setUp(p *pod, rng *rand.Rand) bool {
 	p.logDir = filepath.Join(s.inst.logs, p.name)
 	cfg := s.podConfig(p)
+	s.inst.daemon.adjustPod(s.inst, cfg)
 	if !s.runPod(p, cfg) {
 		return false
 	}
@@ -119,6 +119,7 @@ func (s *soak) readInfo(p *pod) bool {
 		if err != nil {
 			return err
 		}
-		return json.Unmarshal([]byte(r.Info["info"]), &p.info)
+		p.info, err = s.inst.daemon.podInfo(s.inst, p.id, r.Info)
+		return err
 	})
 }

@@ -127,7 +127,7 @@ func (s *soak) waitNotReady(p *pod) {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.find.add("convergence", "pod %s (%s): monitor killed, still %v after 15 s", p.name, short(p.id), st)
+			s.find.add("convergence", "pod %s (%s): %s killed, still %v after 15 s", p.name, short(p.id), s.inst.daemon.monitor(), st)
 			return
 		}
 		time.Sleep(500 * time.Millisecond)

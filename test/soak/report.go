@@ -18,16 +18,9 @@ func (s *soak) report(sl, last slope) bool {
 		s.find.add("deadline", "%s", m)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "\n== soak: seed %d, %v, up to %d pods, probe every %v, fault every %v (mean)\n",
-		s.cfg.seed, time.Since(s.start).Round(time.Second), s.cfg.pods, s.cfg.probe, s.cfg.faultEvery)
-	fmt.Fprintln(w, "faults\tcount")
-	total := 0
-	for _, k := range faultKinds {
-		n := s.flt.count(k.kind)
-		total += n
-		fmt.Fprintf(w, "  %s\t%d\n", k.kind, n)
-	}
-	fmt.Fprintf(w, "  total\t%d\n", total)
+	fmt.Fprintf(w, "\n== soak of %s: seed %d, %v, up to %d pods, probe every %v, fault every %v (mean)\n",
+		s.inst.daemon.describe(), s.cfg.seed, time.Since(s.start).Round(time.Second), s.cfg.pods, s.cfg.probe, s.cfg.faultEvery)
+	s.printFaults(w)
 	fmt.Fprintf(w, "churn\t%d pods, %d exec probes, %d attach/port-forward sessions, %d pulls, %d image removals, %d logs checked (%d lines)\n",
 		s.churned.Load(), s.probes.Load(), s.streams.Load(), s.pulls.Load(), s.removals.Load(), s.logsChecked.Load(), s.lines.Load())
 	fmt.Fprintln(w, "rpc\tcalls\terrors\tp50\tp99\tmax\tdeadline")
@@ -53,6 +46,32 @@ func (s *soak) report(sl, last slope) bool {
 	return ok
 }
 
+// printFaults is the faults' rows: injected and skipped by kind, then the
+// faults and checks that do not apply to the runtime, with why.
+func (s *soak) printFaults(w io.Writer) {
+	fmt.Fprintln(w, "faults\tcount\tskipped")
+	total, skipped := 0, 0
+	for _, k := range faultKinds {
+		n, sk := s.flt.count(k.kind), s.flt.countSkipped(k.kind)
+		total, skipped = total+n, skipped+sk
+		fmt.Fprintf(w, "  %s\t%d\t%d\n", k.kind, n, sk)
+	}
+	fmt.Fprintf(w, "  total\t%d\t%d\n", total, skipped)
+	skips := s.inst.daemon.skips()
+	if len(skips) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(skips))
+	for k := range skips {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(w, "not applying to %s (skipped faults, sessions and checks):\n", s.inst.daemon.name())
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s: %s\n", k, skips[k])
+	}
+}
+
 func (s *soak) printFindings() {
 	s.find.mu.Lock()
 	defer s.find.mu.Unlock()
@@ -74,6 +93,12 @@ func (f *faults) count(kind string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.byKind[kind]
+}
+
+func (f *faults) countSkipped(kind string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.skipped[kind]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
