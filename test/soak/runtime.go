@@ -50,6 +50,8 @@ func newRuntime(cfg config) (runtimeUnderTest, error) {
 	switch cfg.runtime {
 	case "minicri":
 		return &minicri{bin: cfg.bin}, nil
+	case "containerd":
+		return newContainerd()
 	}
-	return nil, fmt.Errorf("SOAK_RUNTIME=%q: minicri", cfg.runtime)
+	return nil, fmt.Errorf("SOAK_RUNTIME=%q: minicri or containerd", cfg.runtime)
 }
