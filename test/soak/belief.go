@@ -94,14 +94,30 @@ func (b *belief) image(ref string) bool {
 	return b.images[ref]
 }
 
-// findings collects what the soak found wrong, by kind.
+// findings collects what the soak found wrong, by kind, and the pods the
+// runtime left stuck.
 type findings struct {
 	mu    sync.Mutex
 	byKey map[string][]string
 	count atomic.Int64
+	stuck map[string]string // pod (or id) -> why, the first reason
 }
 
-func newFindings() *findings { return &findings{byKey: map[string][]string{}} }
+func newFindings() *findings {
+	return &findings{byKey: map[string][]string{}, stuck: map[string]string{}}
+}
+
+// stuckPod records a pod the runtime left stuck: its creation past its
+// deadline, its stop or removal failing, not NOTREADY after its monitor
+// died, or not as the client believes once the node converged. Each is
+// also a finding of its own kind.
+func (f *findings) stuckPod(pod, format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.stuck[pod]; !ok {
+		f.stuck[pod] = fmt.Sprintf(format, args...)
+	}
+}
 
 func (f *findings) add(kind, format string, args ...any) {
 	msg := time.Now().Format("15:04:05.000 ") + fmt.Sprintf(format, args...)
@@ -117,4 +133,10 @@ func (f *findings) n(kind string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.byKey[kind])
+}
+
+func (f *findings) nStuck() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.stuck)
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -21,13 +23,28 @@ func (s *soak) converge() {
 			return
 		}
 		if time.Now().After(deadline) {
+			owner := s.owners()
 			for _, d := range diff {
 				s.find.add("convergence", "%s", d)
+				id := strings.TrimSuffix(strings.Fields(d)[0], ":")
+				s.find.stuckPod(cmp.Or(owner[id], id), "%s", d)
 			}
 			return
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// owners maps the short ids of the client's pods and containers to their
+// pod's name.
+func (s *soak) owners() map[string]string {
+	out := map[string]string{}
+	for _, p := range s.bel.all() {
+		for _, id := range p.ids() {
+			out[short(id)] = p.name
+		}
+	}
+	return out
 }
 
 func (s *soak) stateDiff() []string {

@@ -86,6 +86,9 @@ func (s *soak) runPod(p *pod, cfg *runtimeapi.PodSandboxConfig) bool {
 			p.id = resp.PodSandboxId
 			return true
 		}
+		if time.Since(start) >= deadlines["RunPodSandbox"] && !s.flt.hungForever(p.name) {
+			s.find.stuckPod(p.name, "RunPodSandbox (attempt %d) ran into its deadline", attempt)
+		}
 		if !s.tolerated(p, start, "RunPodSandbox", err) {
 			return false
 		}

@@ -41,6 +41,8 @@ func (s *soak) report(sl, last slope) bool {
 		ok = ok && n == 0
 		fmt.Fprintf(w, "  %s\t%d\n", k, n)
 	}
+	fmt.Fprintf(w, "stuck pods\t%d\t(not created in time, not stopped or removed, not NOTREADY after their %s died, or unlike the client's once converged)\n",
+		s.find.nStuck(), s.inst.daemon.monitor())
 	_ = w.Flush()
 	s.printFindings()
 	return ok
@@ -86,6 +88,17 @@ func (s *soak) printFindings() {
 		for _, m := range l[:min(len(l), 10)] {
 			fmt.Println("   " + m)
 		}
+	}
+	pods := make([]string, 0, len(s.find.stuck))
+	for p := range s.find.stuck {
+		pods = append(pods, p)
+	}
+	sort.Strings(pods)
+	if len(pods) > 0 {
+		fmt.Printf("-- stuck pods (%d; first %d):\n", len(pods), min(len(pods), 10))
+	}
+	for _, p := range pods[:min(len(pods), 10)] {
+		fmt.Printf("   %s: %s\n", p, s.find.stuck[p])
 	}
 }
 
