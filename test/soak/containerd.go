@@ -124,6 +124,9 @@ func (c *containerd) configure(i *instance, _ string, binDirs []string) error {
 			return err
 		}
 	}
+	if err := makeCgroup(i.cgParent); err != nil {
+		return fmt.Errorf("cgroup parent %s: %w", i.cgParent, err)
+	}
 	dirs, _ := json.Marshal(binDirs)
 	cfg := fmt.Sprintf(containerdConfig, i.root, i.state, i.sock, i.metrics, i.dir, i.hostsDir, pauseImage, c.runc, dirs)
 	return os.WriteFile(filepath.Join(i.dir, "config.toml"), []byte(cfg), 0o644)
@@ -206,7 +209,8 @@ func shimOf(i *instance, id string) int {
 }
 
 // adjustPod: containerd takes the cgroup parent from the client, as from
-// the kubelet; the soak's own, so that nothing outside it is touched.
+// the kubelet: the soak's own, made by configure and removed at cleanup,
+// so that nothing outside it is touched.
 func (c *containerd) adjustPod(i *instance, cfg *runtimeapi.PodSandboxConfig) {
 	cfg.Linux.CgroupParent = i.cgParent
 }
