@@ -1,5 +1,7 @@
 // Command soak is `make soak`: a private minicri instance (built-in network,
-// root on a small loop-mounted ext4) and the offline test registry, driven
+// root on a small loop-mounted ext4; SOAK_RUNTIME=containerd, `make
+// soak-containerd`: a private containerd 2.4, runtime.go) and the offline
+// test registry, driven
 // through the CRI for SOAK_MINUTES by a steady churn of pods, exec probes,
 // chatty containers and image pulls, with faults injected from SOAK_SEED
 // (kill -9 of the daemon and of monitors, a full root, a registry that
