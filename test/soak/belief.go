@@ -18,7 +18,8 @@ type pod struct {
 	logger   string // container that logs numbered lines, never stopped until teardown
 	exiter   string // container that exits with exitCode after exitAfter
 	exitCode int32
-	exitAt   time.Time
+	exitFrom time.Time // the exiter exits between exitFrom (its exit time
+	exitAt   time.Time // were it started at once) and exitAt (at its start's answer)
 	procs    []procRef // the containers' inits, by pid and start time
 
 	faulted atomic.Bool // its monitor was killed

@@ -91,9 +91,9 @@ func diffState(believed []*pod, pods []*runtimeapi.PodSandbox, ctrs []*runtimeap
 			want[p.exiter] = "CONTAINER_EXITED"
 			if p.faulted.Load() {
 				want[p.exiter] = "*"
-			} else if d := time.Until(p.exitAt); d > 3*time.Second {
+			} else if time.Until(p.exitFrom) > 3*time.Second {
 				want[p.exiter] = "CONTAINER_RUNNING"
-			} else if d > -3*time.Second {
+			} else if time.Until(p.exitAt) > -3*time.Second {
 				want[p.exiter] = "*" // exiting about now
 			}
 		}

@@ -62,10 +62,11 @@ func (s *soak) setUp(p *pod, rng *rand.Rand) bool {
 	}
 	p.exitCode = int32(rng.Intn(120))
 	after := 2 + rng.Intn(int(s.cfg.life/time.Second)/2+1)
-	p.exitAt = time.Now().Add(time.Duration(after) * time.Second)
+	p.exitFrom = time.Now().Add(time.Duration(after) * time.Second)
 	if p.exiter = s.startContainer(p, cfg, "exiter", fmt.Sprintf("sleep %d; exit %d", after, p.exitCode)); p.exiter == "" {
 		return false
 	}
+	p.exitAt = time.Now().Add(time.Duration(after) * time.Second) // a slow start delays the exit
 	p.steady.Store(true)
 	return true
 }
