@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -40,6 +41,9 @@ func (s *soak) report(sl, last slope) bool {
 		n := s.find.n(k)
 		ok = ok && n == 0
 		fmt.Fprintf(w, "  %s\t%d\n", k, n)
+	}
+	for _, r := range s.leakRows() {
+		fmt.Fprintf(w, "    %s\t%d\n", r.key, r.n)
 	}
 	fmt.Fprintf(w, "stuck pods\t%d\t(not created in time, not stopped or removed, not NOTREADY after their %s died, or unlike the client's once converged)\n",
 		s.find.nStuck(), s.inst.daemon.monitor())
@@ -128,4 +132,39 @@ func printSlope(w io.Writer, what string, sl slope, warm time.Duration) {
 	fmt.Fprintf(w, "  fds\t%+.2f/min\t(last %.0f)\n", sl.fds, sl.last.fds)
 	fmt.Fprintf(w, "  goroutines\t%+.2f/min\t(last %.0f)\n", sl.goroutines, sl.last.goroutines)
 	fmt.Fprintf(w, "  RSS\t%+.2f MiB/min\t(last %.1f MiB)\n", sl.rssMiB, sl.last.rss/(1<<20))
+}
+
+// leakShape turns a leak's message into its kind: ids, pids, pod names,
+// the instance's dir and the cgroup hierarchy elided.
+var leakShape = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`^\S+ `), ""}, // the time
+	{regexp.MustCompile(`^pod \S+ \([0-9a-f]+\): `), "pod removed: "},
+	{regexp.MustCompile(`^after the last pod: `), "node at the end: "},
+	{regexp.MustCompile(`/sys/fs/cgroup/[a-z_,]+/`), "/sys/fs/cgroup/*/"},
+	{regexp.MustCompile(`/tmp/[a-z]+-soak-[0-9]+/`), "<dir>/"},
+	{regexp.MustCompile(`[0-9a-f]{12,64}`), "<id>"},
+	{regexp.MustCompile(`\b[0-9]+\b`), "<n>"},
+	{regexp.MustCompile(`(process <n>) .*`), "$1 ..."},
+}
+
+// leakRows counts the leak findings by kind, most first.
+func (s *soak) leakRows() []countRow {
+	s.find.mu.Lock()
+	defer s.find.mu.Unlock()
+	byKind := map[string]int{}
+	for _, m := range s.find.byKey["leak"] {
+		for _, r := range leakShape {
+			m = r.re.ReplaceAllString(m, r.with)
+		}
+		byKind[m]++
+	}
+	var out []countRow
+	for k, n := range byKind {
+		out = append(out, countRow{key: k, n: n})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].n > out[b].n || (out[a].n == out[b].n && out[a].key < out[b].key) })
+	return out
 }
