@@ -43,7 +43,7 @@ func (s *soak) report(sl, last slope) bool {
 		fmt.Fprintf(w, "  %s\t%d\n", k, n)
 	}
 	for _, r := range s.leakRows() {
-		fmt.Fprintf(w, "    %s\t%d\n", r.key, r.n)
+		fmt.Fprintf(w, "    %5d  %s\n", r.n, r.key) // no cell: the table keeps its widths
 	}
 	fmt.Fprintf(w, "stuck pods\t%d\t(not created in time, not stopped or removed, not NOTREADY after their %s died, or unlike the client's once converged)\n",
 		s.find.nStuck(), s.inst.daemon.monitor())
