@@ -140,6 +140,7 @@ have() {
 	case $2 in
 	@cri-tools | @golangci-lint) [ -x "$TOOLS_DIR/$1" ] ;;
 	@cni) [ -x "$CNI_BIN_DIR/$1" ] ;;
+	@bench-tools) [ -x "$ROOT/_output/bench/bin2/$1" ] ;; # hack/bench-tools.sh's default DIR
 	@go) command -v "$GO" >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] ;;
 	*)
 		if [ "${1:0:1}" = / ]; then
@@ -158,6 +159,7 @@ check() {
 	while read -r prog prov; do
 		if ! have "$prog" "$prov"; then
 			case $prov in
+			@bench-tools) missing+=("$prog (hack/bench-tools.sh)") ;;
 			@*) missing+=("$prog (hack/deps.sh step ${prov#@})") ;;
 			*) missing+=("$prog (package $prov)") ;;
 			esac

@@ -16,7 +16,7 @@ import (
 // Need is one row of hack/needs.txt: a program, what provides it, the phases that run it.
 type Need struct {
 	Program  string
-	Provider string // a Debian package, or @step: built by that step of hack/deps.sh
+	Provider string // a Debian package, or @step: built by that step of hack/deps.sh (@bench-tools: hack/bench-tools.sh)
 	Phases   []string
 	Line     int
 }
@@ -31,7 +31,7 @@ var Groups = map[string][]string{
 // Phases are the names a row may use: make's targets that check their needs.
 var Phases = []string{"deps", "build", "vet", "lint", "unit", "fuzz", "integration", "critest", "e2e",
 	"e2e-evented", "conformance-ci", "vmtest-ci", "run", "bench", "bench-scale", "bench-ckpt", "bench-ab", "cluster",
-	"conformance", "vmtest", "soak-ci", "soak"}
+	"conformance", "vmtest", "soak-ci", "soak", "soak-containerd"}
 
 // Parse reads a needs file.
 func Parse(path string) ([]Need, error) {

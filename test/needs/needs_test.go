@@ -36,8 +36,9 @@ var phasesOf = []struct {
 	{"test/vm/", []string{"vmtest-ci"}},
 	{"test/bench/", []string{"bench"}},
 	{"test/integration/", []string{"integration", "vmtest-ci"}},
-	{"test/registry/", []string{"unit", "integration", "critest", "conformance-ci", "soak-ci", "soak"}},
-	{"test/soak/", []string{"soak-ci", "soak"}},
+	{"test/registry/", []string{"unit", "integration", "critest", "conformance-ci", "soak-ci", "soak", "soak-containerd"}},
+	{"test/soak/containerd", []string{"soak-containerd"}},
+	{"test/soak/", []string{"soak-ci", "soak", "soak-containerd"}},
 	{"test/needs/", nil}, // this check
 	{"test/", []string{"unit"}},
 }
@@ -237,9 +238,10 @@ var ownPrograms = []string{"minicri", "minicri-pause", "minicri-monitor", "minic
 var indirect = map[string]bool{
 	"iptables": true,                                                        // by the CNI bridge and portmap plugins
 	"bridge":   true, "host-local": true, "portmap": true, "loopback": true, // by libcni
-	"critest":       true,                                                     // test/critest/run.sh: $CRITEST
-	"golangci-lint": true,                                                     // the Makefile's lint target
-	"modprobe":      true, "busybox": true, "dbus-daemon": true, "sudo": true, // in the VM guest
+	"critest":                 true,                                                     // test/critest/run.sh: $CRITEST
+	"containerd-shim-runc-v2": true,                                                     // by containerd (make soak-containerd)
+	"golangci-lint":           true,                                                     // the Makefile's lint target
+	"modprobe":                true, "busybox": true, "dbus-daemon": true, "sudo": true, // in the VM guest
 }
 
 // TestCheckNamesWhatIsMissing performs what issue 20 found: a program of a phase is not

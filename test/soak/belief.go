@@ -18,7 +18,8 @@ type pod struct {
 	logger   string // container that logs numbered lines, never stopped until teardown
 	exiter   string // container that exits with exitCode after exitAfter
 	exitCode int32
-	exitAt   time.Time
+	exitFrom time.Time // the exiter exits between exitFrom (its exit time
+	exitAt   time.Time // were it started at once) and exitAt (at its start's answer)
 	procs    []procRef // the containers' inits, by pid and start time
 
 	faulted atomic.Bool // its monitor was killed
@@ -94,14 +95,30 @@ func (b *belief) image(ref string) bool {
 	return b.images[ref]
 }
 
-// findings collects what the soak found wrong, by kind.
+// findings collects what the soak found wrong, by kind, and the pods the
+// runtime left stuck.
 type findings struct {
 	mu    sync.Mutex
 	byKey map[string][]string
 	count atomic.Int64
+	stuck map[string]string // pod (or id) -> why, the first reason
 }
 
-func newFindings() *findings { return &findings{byKey: map[string][]string{}} }
+func newFindings() *findings {
+	return &findings{byKey: map[string][]string{}, stuck: map[string]string{}}
+}
+
+// stuckPod records a pod the runtime left stuck: its creation past its
+// deadline, its stop or removal failing, not NOTREADY after its monitor
+// died, or not as the client believes once the node converged. Each is
+// also a finding of its own kind.
+func (f *findings) stuckPod(pod, format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.stuck[pod]; !ok {
+		f.stuck[pod] = fmt.Sprintf(format, args...)
+	}
+}
 
 func (f *findings) add(kind, format string, args ...any) {
 	msg := time.Now().Format("15:04:05.000 ") + fmt.Sprintf(format, args...)
@@ -117,4 +134,10 @@ func (f *findings) n(kind string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.byKey[kind])
+}
+
+func (f *findings) nStuck() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.stuck)
 }

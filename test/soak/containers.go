@@ -103,7 +103,11 @@ func (s *soak) startContainer(p *pod, pcfg *runtimeapi.PodSandboxConfig, name, s
 		if !s.tolerated(p, start, "StartContainer", err) || p.faulted.Load() {
 			return ""
 		}
-		if st := s.containerState(p, id); st != nil && st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		st := s.containerState(p, id)
+		if st != nil && st.State == runtimeapi.ContainerState_CONTAINER_EXITED && st.Reason == "StartError" {
+			return "" // the start failed and ended the container (containerd's, on a full root)
+		}
+		if st != nil && st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 			return id // the start went through
 		}
 		time.Sleep(300 * time.Millisecond)

@@ -1,10 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -24,13 +23,28 @@ func (s *soak) converge() {
 			return
 		}
 		if time.Now().After(deadline) {
+			owner := s.owners()
 			for _, d := range diff {
 				s.find.add("convergence", "%s", d)
+				id := strings.TrimSuffix(strings.Fields(d)[0], ":")
+				s.find.stuckPod(cmp.Or(owner[id], id), "%s", d)
 			}
 			return
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// owners maps the short ids of the client's pods and containers to their
+// pod's name.
+func (s *soak) owners() map[string]string {
+	out := map[string]string{}
+	for _, p := range s.bel.all() {
+		for _, id := range p.ids() {
+			out[short(id)] = p.name
+		}
+	}
+	return out
 }
 
 func (s *soak) stateDiff() []string {
@@ -77,9 +91,9 @@ func diffState(believed []*pod, pods []*runtimeapi.PodSandbox, ctrs []*runtimeap
 			want[p.exiter] = "CONTAINER_EXITED"
 			if p.faulted.Load() {
 				want[p.exiter] = "*"
-			} else if d := time.Until(p.exitAt); d > 3*time.Second {
+			} else if time.Until(p.exitFrom) > 3*time.Second {
 				want[p.exiter] = "CONTAINER_RUNNING"
-			} else if d > -3*time.Second {
+			} else if time.Until(p.exitAt) > -3*time.Second {
 				want[p.exiter] = "*" // exiting about now
 			}
 		}
@@ -131,11 +145,6 @@ func (s *soak) nodeLeftovers() []string {
 	if d := s.stateDiff(); len(d) > 0 {
 		out = append(out, d...)
 	}
-	for _, m := range mountsUnder(s.inst.dir) {
-		if m != s.inst.root && m != filepath.Join(s.inst.state, "netns") {
-			out = append(out, "mount "+m)
-		}
-	}
 	if ports := bridgePorts(s.inst.bridge); len(ports) > 0 {
 		out = append(out, fmt.Sprintf("veths on %s: %v", s.inst.bridge, ports))
 	}
@@ -148,13 +157,5 @@ func (s *soak) nodeLeftovers() []string {
 	for _, p := range processesMentioning(s.inst.dir, s.inst.pid()) {
 		out = append(out, "process "+p)
 	}
-	for _, sub := range []string{"state/netns", "state/sandboxes", "root/sandboxes", "root/containers", "state/containers"} {
-		ents, _ := os.ReadDir(filepath.Join(s.inst.dir, sub))
-		for _, e := range ents {
-			if !strings.HasPrefix(e.Name(), ".") {
-				out = append(out, "record "+filepath.Join(sub, e.Name()))
-			}
-		}
-	}
-	return out
+	return append(out, s.inst.daemon.leftovers(s, nil)...)
 }

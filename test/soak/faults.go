@@ -34,6 +34,7 @@ type faults struct {
 	mu      sync.Mutex
 	windows []window
 	byKind  map[string]int
+	skipped map[string]int       // drawn, but not of the runtime's faults
 	open    map[string]time.Time // windows still open, by kind
 	forever map[string]bool      // pods whose ADD hung for ever, by name
 	last    time.Time
@@ -47,7 +48,7 @@ const faultGrace = 2 * time.Second
 
 func newFaults(s *soak, seed int64, every time.Duration) *faults {
 	return &faults{s: s, rng: rand.New(rand.NewSource(seed)), every: every, byKind: map[string]int{}, open: map[string]time.Time{},
-		forever: map[string]bool{}}
+		forever: map[string]bool{}, skipped: map[string]int{}}
 }
 
 func (f *faults) begin(kind string) {
@@ -151,6 +152,13 @@ func (f *faults) run(ctx context.Context) {
 // on (one of each kind at a time), so that the next fault may land in them.
 func (f *faults) inject(kind string) {
 	hold := time.Duration(2000+f.rng.Intn(4000)) * time.Millisecond // drawn here: f.rng is this goroutine's
+	if why, ok := f.s.inst.daemon.skips()[kind]; ok {
+		f.mu.Lock()
+		f.skipped[kind]++
+		f.mu.Unlock()
+		fmt.Printf("fault skip +%7.1fs %-14s %s\n", time.Since(f.s.start).Seconds(), kind, why)
+		return
+	}
 	async := map[string]func(){"enospc": func() { f.enospc(hold) }, "cni-hang": func() { f.cniFault("hang") },
 		"cni-hang-forever": func() { f.cniFault("hang-forever") },
 		"cni-fail":         func() { f.cniFault("fail") }}
@@ -185,7 +193,7 @@ func (f *faults) daemonKill() {
 	defer f.end("daemon-kill")
 	pid := f.s.inst.pid()
 	f.s.inst.kill9()
-	f.logf("daemon-kill", "kill -9 minicri pid %d, restart after %v", pid, down)
+	f.logf("daemon-kill", "kill -9 %s pid %d, restart after %v", f.s.inst.daemon.name(), pid, down)
 	time.Sleep(down)
 	f.s.restart()
 }
@@ -201,10 +209,10 @@ func (s *soak) restart() {
 		if !s.flt.during(time.Now(), time.Now(), "enospc") {
 			break
 		}
-		fmt.Printf("soak: minicri did not start on a full root, again in 1 s: %.200s\n", err)
+		fmt.Printf("soak: %s did not start on a full root, again in 1 s: %.200s\n", s.inst.daemon.name(), err)
 		time.Sleep(time.Second)
 	}
-	s.find.add("restart", "minicri did not restart: %v", err)
+	s.find.add("restart", "%s did not restart: %v", s.inst.daemon.name(), err)
 }
 
 // monitorKill kills the monitor of a steady pod, after checking that the pid
@@ -220,7 +228,7 @@ func (f *faults) monitorKill() {
 		return
 	}
 	p.faulted.Store(true)
-	f.logf("monitor-kill", "kill -9 monitor pid %d of pod %s (%s)", p.info.MonitorPID, p.name, short(p.id))
+	f.logf("monitor-kill", "kill -9 %s pid %d of pod %s (%s)", f.s.inst.daemon.monitor(), p.info.MonitorPID, p.name, short(p.id))
 	_ = syscall.Kill(p.info.MonitorPID, syscall.SIGKILL)
 }
 

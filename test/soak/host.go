@@ -8,13 +8,18 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // What the host shows of the instance: mounts, processes, cgroups, links.
 
 // mountsUnder lists mount points under dir, deepest first.
-func mountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
+func mountsUnder(dir string) []string { return mountsIn("/proc/self/mountinfo", dir) }
+
+// mountsIn lists the mount points under dir of a mount table (a
+// mountinfo file of /proc), deepest first.
+func mountsIn(table, dir string) []string {
+	f, err := os.Open(table)
 	if err != nil {
 		return nil
 	}
@@ -77,6 +82,30 @@ func cgroupDirs(path string) []string {
 		}
 	}
 	return out
+}
+
+// makeCgroup creates the cgroup path in every mounted hierarchy (v1 and
+// the hybrid unified one); a new cpuset gets its parent's cpus and mems.
+func makeCgroup(path string) error {
+	for _, r := range cgroupRoots {
+		root := filepath.Join("/sys/fs/cgroup", r)
+		var st unix.Statfs_t
+		if unix.Statfs(root, &st) != nil || (st.Type != unix.CGROUP_SUPER_MAGIC && st.Type != unix.CGROUP2_SUPER_MAGIC) {
+			continue
+		}
+		d := filepath.Join(root, path)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if v, err := os.ReadFile(filepath.Join(root, f)); err == nil && r == "cpuset" {
+				if err := os.WriteFile(filepath.Join(d, f), v, 0o644); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // cgroupChildren lists the cgroups below dir.

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -19,14 +19,15 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// instance is the soak's private minicri: its own directory (root on a small
+// instance is the soak's private daemon: its own directory (root on a small
 // loop-mounted ext4, so that a fault can fill it), socket, bridge, subnet,
 // cgroup parent and metrics port. Only what it started is ever killed.
 type instance struct {
-	dir, bin, sock, root, state, logs string
-	bridge, cgParent, metrics         string
-	hostsDir                          string
-	loopFile                          string
+	daemon                       runtimeUnderTest
+	dir, sock, root, state, logs string
+	bridge, cgParent, metrics    string
+	hostsDir                     string
+	loopFile                     string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -37,8 +38,8 @@ type instance struct {
 	img  runtimeapi.ImageServiceClient
 }
 
-func newInstance(bin, registryURL string, cni bool) (*instance, error) {
-	dir, err := os.MkdirTemp("", "minicri-soak-")
+func newInstance(daemon runtimeUnderTest, registryURL string, cni bool) (*instance, error) {
+	dir, err := os.MkdirTemp("", daemon.name()+"-soak-")
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +48,7 @@ func newInstance(bin, registryURL string, cni bool) (*instance, error) {
 	}
 	pid := os.Getpid()
 	i := &instance{
-		dir: dir, bin: bin, sock: filepath.Join(dir, "minicri.sock"),
+		daemon: daemon, dir: dir, sock: filepath.Join(dir, daemon.name()+".sock"),
 		root: filepath.Join(dir, "root"), state: filepath.Join(dir, "state"), logs: filepath.Join(dir, "logs"),
 		bridge: fmt.Sprintf("mcsoak%d", pid%10000), cgParent: fmt.Sprintf("/minicri-soak-%d", pid),
 		hostsDir: filepath.Join(dir, "certs.d"), loopFile: filepath.Join(dir, "root.img"),
@@ -87,23 +88,18 @@ func (i *instance) mountRoot() error {
 	return nil
 }
 
+// writeConfig writes the CNI wrapper and conflist (cni) and the daemon's
+// configuration.
 func (i *instance) writeConfig(pid int, cni bool) error {
 	subnet := fmt.Sprintf("10.%d.0.0/16", 180+pid%40)
-	binDirs := []string{"/opt/cni/bin"}
+	var binDirs []string
 	if cni {
 		var err error
 		if binDirs, err = i.writeCNI(subnet); err != nil {
 			return err
 		}
 	}
-	dirs, _ := json.Marshal(binDirs)
-	cfg := fmt.Sprintf("cgroup_parent = %q\n[network]\nconf_dir = %q\nbin_dirs = %s\n"+
-		"default_name = \"minicri-soak\"\ndefault_bridge = %q\ndefault_subnet = %q\ndefault_network = true\n"+
-		"[registry]\nconfig_path = %q\nno_progress_timeout = \"3s\"\n[metrics]\naddress = %q\n"+
-		"[nri]\nsocket_path = %q\nplugin_path = %q\nplugin_config_path = %q\n",
-		i.cgParent, filepath.Join(i.dir, "net.d"), dirs, i.bridge, subnet, i.hostsDir, i.metrics,
-		filepath.Join(i.state, "nri", "nri.sock"), filepath.Join(i.dir, "nri", "plugins"), filepath.Join(i.dir, "nri", "conf.d"))
-	return os.WriteFile(filepath.Join(i.dir, "config.toml"), []byte(cfg), 0o644)
+	return i.daemon.configure(i, subnet, binDirs)
 }
 
 func freePort() (string, error) {
@@ -129,16 +125,19 @@ func (i *instance) dial() error {
 	return nil
 }
 
-// start runs the daemon on the instance's dirs and waits for its socket.
+// start runs the daemon on the instance's dirs and waits until it serves
+// the CRI (a daemon still starting after 60 s is killed).
 func (i *instance) start() error {
-	logf, err := os.OpenFile(filepath.Join(i.dir, "minicri.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(i.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
 	_ = os.Remove(i.sock)
-	cmd := exec.Command(i.bin, "--config", filepath.Join(i.dir, "config.toml"), "--listen", "unix://"+i.sock,
-		"--root", i.root, "--state", i.state, "--log-level", "debug")
+	cmd, err := i.daemon.command(i)
+	if err != nil {
+		return err
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return err
@@ -150,8 +149,7 @@ func (i *instance) start() error {
 	i.mu.Unlock()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if c, err := net.Dial("unix", i.sock); err == nil {
-			c.Close()
+		if i.serving() {
 			return nil
 		}
 		select {
@@ -159,14 +157,34 @@ func (i *instance) start() error {
 			i.mu.Lock()
 			i.cmd = nil
 			i.mu.Unlock()
-			return fmt.Errorf("minicri exited at start (%v); log:\n%s", cmd.ProcessState, i.logTail())
+			return fmt.Errorf("%s exited at start (%v); log:\n%s", i.daemon.name(), cmd.ProcessState, i.logTail())
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("minicri did not start in 60 s; log:\n%s", i.logTail())
+			i.kill9()
+			return fmt.Errorf("%s did not start in 60 s; log:\n%s", i.daemon.name(), i.logTail())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// serving reports whether the daemon answers Version on its socket
+// (containerd listens before its CRI plugin is initialized).
+func (i *instance) serving() bool {
+	c, err := net.Dial("unix", i.sock)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	conn, err := grpc.NewClient("unix://"+i.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = runtimeapi.NewRuntimeServiceClient(conn).Version(ctx, &runtimeapi.VersionRequest{})
+	return err == nil
 }
 
 // take forgets the running daemon and returns it and its exit channel.
@@ -211,12 +229,12 @@ func (i *instance) stop() error {
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("minicri did not exit on SIGTERM within 20 s")
+		return fmt.Errorf("%s did not exit on SIGTERM within 20 s", i.daemon.name())
 	}
 }
 
 func (i *instance) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(i.dir, "minicri.log"))
+	b, _ := os.ReadFile(i.logPath())
 	lines := strings.Split(string(b), "\n")
 	if len(lines) > 40 {
 		lines = lines[len(lines)-40:]
@@ -224,10 +242,15 @@ func (i *instance) logTail() string {
 	return strings.Join(lines, "\n")
 }
 
-// cleanup undoes what the soak made of the host: the bridge, mounts under
-// the instance's dir, its cgroups, then the dir (kept when keep is set).
+// logPath is the daemon's log, in the instance's dir.
+func (i *instance) logPath() string { return filepath.Join(i.dir, i.daemon.name()+".log") }
+
+// cleanup undoes what the soak made of the host: what the runtime left,
+// the bridge, mounts under the instance's dir, its cgroups, then the dir
+// (kept when keep is set).
 func (i *instance) cleanup(keep bool) {
 	_ = i.stop()
+	i.daemon.release(i)
 	if i.conn != nil {
 		_ = i.conn.Close()
 	}

@@ -50,14 +50,21 @@ func (s *soak) podLeftovers(p *pod) []string {
 			out = append(out, "cgroup "+d)
 		}
 	}
-	for _, id := range []string{p.id, p.logger, p.exiter} {
-		if id == "" {
-			continue
-		}
+	for _, id := range p.ids() {
 		for _, pr := range processesMentioning(id, s.inst.pid()) {
 			out = append(out, "process "+pr)
 		}
-		out = append(out, s.recordsNaming(id)...)
+	}
+	return append(out, s.inst.daemon.leftovers(s, p)...)
+}
+
+// ids are the pod's and its containers' ids.
+func (p *pod) ids() []string {
+	var out []string
+	for _, id := range []string{p.id, p.logger, p.exiter} {
+		if id != "" {
+			out = append(out, id)
+		}
 	}
 	return out
 }
@@ -80,10 +87,18 @@ func (s *soak) leaseFiles(id string) []string {
 }
 
 // recordsNaming lists files and directories up to three levels under the
-// root and state dirs (outside the image store) whose name holds id.
-func (s *soak) recordsNaming(id string) []string {
+// tops (outside an image store) whose name holds one of ids.
+func recordsNaming(ids []string, tops ...string) []string {
 	var out []string
-	for _, top := range []string{s.inst.root, s.inst.state} {
+	names := func(name string) bool {
+		for _, id := range ids {
+			if strings.Contains(name, id) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, top := range tops {
 		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
 			if err != nil {
 				return nil
@@ -91,12 +106,12 @@ func (s *soak) recordsNaming(id string) []string {
 			rel, _ := filepath.Rel(top, p)
 			depth := strings.Count(rel, "/")
 			if d.IsDir() && (depth >= 2 || rel == "images" || rel == "content" || rel == "soak-filler") {
-				if strings.Contains(d.Name(), id) {
+				if names(d.Name()) {
 					out = append(out, "record "+p)
 				}
 				return filepath.SkipDir
 			}
-			if strings.Contains(d.Name(), id) {
+			if names(d.Name()) {
 				out = append(out, "record "+p)
 			}
 			return nil

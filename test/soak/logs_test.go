@@ -31,8 +31,8 @@ func TestNumberedLines(t *testing.T) {
 }
 
 func TestDiffState(t *testing.T) {
-	ready := &pod{id: "p1", logger: "c1", exiter: "c2", exitAt: time.Now().Add(-time.Minute)}
-	faulted := &pod{id: "p2", logger: "c3", exiter: "c4", exitAt: time.Now().Add(time.Hour)}
+	ready := &pod{id: "p1", logger: "c1", exiter: "c2", exitFrom: time.Now().Add(-time.Minute), exitAt: time.Now().Add(-time.Minute)}
+	faulted := &pod{id: "p2", logger: "c3", exiter: "c4", exitFrom: time.Now().Add(time.Hour), exitAt: time.Now().Add(time.Hour)}
 	faulted.faulted.Store(true)
 	pods := []*runtimeapi.PodSandbox{{Id: "p1", State: runtimeapi.PodSandboxState_SANDBOX_READY},
 		{Id: "p2", State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY}}
@@ -43,6 +43,15 @@ func TestDiffState(t *testing.T) {
 	if d := diffState([]*pod{ready, faulted}, pods, ctrs); len(d) != 0 {
 		t.Fatalf("same state, diff %v", d)
 	}
+	// A slow start: the exiter exits between exitFrom and exitAt, either state is right.
+	slow := &pod{id: "p1", logger: "c1", exiter: "c2", exitFrom: time.Now().Add(-10 * time.Second), exitAt: time.Now().Add(10 * time.Second)}
+	for _, st := range []runtimeapi.ContainerState{runtimeapi.ContainerState_CONTAINER_RUNNING, runtimeapi.ContainerState_CONTAINER_EXITED} {
+		ctrs[1].State = st
+		if d := diffState([]*pod{slow, faulted}, pods, ctrs); len(d) != 0 {
+			t.Errorf("exiter %v between exitFrom and exitAt: diff %v", st, d)
+		}
+	}
+	ctrs[1].State = runtimeapi.ContainerState_CONTAINER_EXITED
 	ctrs[0].State = runtimeapi.ContainerState_CONTAINER_EXITED
 	ctrs = append(ctrs, &runtimeapi.Container{Id: "c9", State: runtimeapi.ContainerState_CONTAINER_CREATED})
 	d := strings.Join(diffState([]*pod{ready, faulted}, pods[:1], ctrs), "\n")

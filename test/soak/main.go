@@ -1,5 +1,7 @@
 // Command soak is `make soak`: a private minicri instance (built-in network,
-// root on a small loop-mounted ext4) and the offline test registry, driven
+// root on a small loop-mounted ext4; SOAK_RUNTIME=containerd, `make
+// soak-containerd`: a private containerd 2.4, runtime.go) and the offline
+// test registry, driven
 // through the CRI for SOAK_MINUTES by a steady churn of pods, exec probes,
 // chatty containers and image pulls, with faults injected from SOAK_SEED
 // (kill -9 of the daemon and of monitors, a full root, a registry that
@@ -25,7 +27,7 @@ type config struct {
 	seed               int64
 	probe, life        time.Duration
 	faultEvery         time.Duration
-	bin                string
+	bin, runtime       string
 	keep, cni          bool
 	samplerEvery, warm time.Duration
 }
@@ -51,11 +53,16 @@ func loadConfig() (config, error) {
 	set("SOAK_PROBE", dur(&c.probe))
 	set("SOAK_LIFE", dur(&c.life))
 	set("SOAK_FAULT_EVERY", dur(&c.faultEvery))
-	switch v := os.Getenv("SOAK_NETWORK"); v {
-	case "", "builtin":
-	case "cni":
+	c.runtime = os.Getenv("SOAK_RUNTIME")
+	if c.runtime == "" {
+		c.runtime = "minicri"
+	}
+	switch v := os.Getenv("SOAK_NETWORK"); {
+	case v == "cni" || (v == "" && c.runtime == "containerd"):
 		c.cni = true
-	default:
+	case v == "builtin" && c.runtime == "containerd":
+		err = fmt.Errorf("SOAK_NETWORK=builtin: containerd has no built-in network (cni)")
+	case v != "" && v != "builtin":
 		err = fmt.Errorf("SOAK_NETWORK=%q: builtin or cni", v)
 	}
 	c.bin = os.Getenv("MINICRI_BIN")
@@ -96,8 +103,12 @@ func main() {
 	if cfg.cni {
 		network = "cni"
 	}
-	fmt.Printf("soak: seed %d (replay: SOAK_SEED=%d SOAK_MINUTES=%g SOAK_PODS=%d SOAK_NETWORK=%s make soak)\n",
-		cfg.seed, cfg.seed, cfg.minutes, cfg.pods, network)
+	target := "soak"
+	if cfg.runtime != "minicri" {
+		target = "soak-" + cfg.runtime
+	}
+	fmt.Printf("soak: %s, seed %d (replay: SOAK_SEED=%d SOAK_MINUTES=%g SOAK_PODS=%d SOAK_NETWORK=%s make %s)\n",
+		cfg.runtime, cfg.seed, cfg.seed, cfg.minutes, cfg.pods, network, target)
 	s := &soak{cfg: cfg, bel: newBelief(), find: newFindings(), rpc: newRPCStats(), pullKick: make(chan struct{}, 1)}
 	ok, err := s.run()
 	if err != nil {
@@ -117,12 +128,16 @@ func (s *soak) run() (bool, error) {
 		return false, fmt.Errorf("registry: %w", err)
 	}
 	defer s.reg.srv.Close()
-	if s.inst, err = newInstance(s.cfg.bin, s.reg.srv.URL, s.cfg.cni); err != nil {
+	daemon, err := newRuntime(s.cfg)
+	if err != nil {
+		return false, err
+	}
+	if s.inst, err = newInstance(daemon, s.reg.srv.URL, s.cfg.cni); err != nil {
 		return false, fmt.Errorf("instance: %w", err)
 	}
 	failed := true
 	defer func() { s.inst.cleanup(s.cfg.keep && failed) }()
-	fmt.Printf("soak: instance in %s (log: %s)\n", s.inst.dir, filepath.Join(s.inst.dir, "minicri.log"))
+	fmt.Printf("soak: instance in %s (log: %s)\n", s.inst.dir, s.inst.logPath())
 	if err := s.inst.start(); err != nil {
 		return false, err
 	}
@@ -134,9 +149,10 @@ func (s *soak) run() (bool, error) {
 	run := time.Duration(s.cfg.minutes * float64(time.Minute))
 	s.flt.quietAt = s.start.Add(run - max(run/4, min(run, time.Minute)))
 	s.flt.endAt = s.start.Add(run)
-	s.pullImage(busybox)
-	if !s.bel.image(busybox) {
-		return false, fmt.Errorf("cannot pull %s", busybox)
+	for _, ref := range append([]string{busybox}, s.inst.daemon.images()...) {
+		if s.pullImage(ref); !s.bel.image(ref) {
+			return false, fmt.Errorf("cannot pull %s", ref)
+		}
 	}
 	s.churn()
 	s.converge()

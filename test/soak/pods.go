@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand"
 	"path/filepath"
@@ -48,6 +47,7 @@ func (s *soak) podConfig(p *pod) *runtimeapi.PodSandboxConfig {
 func (s *soak) setUp(p *pod, rng *rand.Rand) bool {
 	p.logDir = filepath.Join(s.inst.logs, p.name)
 	cfg := s.podConfig(p)
+	s.inst.daemon.adjustPod(s.inst, cfg)
 	if !s.runPod(p, cfg) {
 		return false
 	}
@@ -62,10 +62,11 @@ func (s *soak) setUp(p *pod, rng *rand.Rand) bool {
 	}
 	p.exitCode = int32(rng.Intn(120))
 	after := 2 + rng.Intn(int(s.cfg.life/time.Second)/2+1)
-	p.exitAt = time.Now().Add(time.Duration(after) * time.Second)
+	p.exitFrom = time.Now().Add(time.Duration(after) * time.Second)
 	if p.exiter = s.startContainer(p, cfg, "exiter", fmt.Sprintf("sleep %d; exit %d", after, p.exitCode)); p.exiter == "" {
 		return false
 	}
+	p.exitAt = time.Now().Add(time.Duration(after) * time.Second) // a slow start delays the exit
 	p.steady.Store(true)
 	return true
 }
@@ -85,6 +86,9 @@ func (s *soak) runPod(p *pod, cfg *runtimeapi.PodSandboxConfig) bool {
 		if err == nil {
 			p.id = resp.PodSandboxId
 			return true
+		}
+		if time.Since(start) >= deadlines["RunPodSandbox"] && !s.flt.hungForever(p.name) {
+			s.find.stuckPod(p.name, "RunPodSandbox (attempt %d) ran into its deadline", attempt)
 		}
 		if !s.tolerated(p, start, "RunPodSandbox", err) {
 			return false
@@ -119,6 +123,7 @@ func (s *soak) readInfo(p *pod) bool {
 		if err != nil {
 			return err
 		}
-		return json.Unmarshal([]byte(r.Info["info"]), &p.info)
+		p.info, err = s.inst.daemon.podInfo(s.inst, p.id, r.Info)
+		return err
 	})
 }

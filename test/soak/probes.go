@@ -101,14 +101,18 @@ func (s *soak) tearDown(p *pod) {
 }
 
 func (s *soak) stopRemovePod(p *pod) {
-	s.retry(p, "StopPodSandbox", func(ctx context.Context) error {
+	if !s.retry(p, "StopPodSandbox", func(ctx context.Context) error {
 		_, err := s.inst.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.id})
 		return err
-	})
-	s.retry(p, "RemovePodSandbox", func(ctx context.Context) error {
+	}) {
+		s.find.stuckPod(p.name, "StopPodSandbox of %s failed", short(p.id))
+	}
+	if !s.retry(p, "RemovePodSandbox", func(ctx context.Context) error {
 		_, err := s.inst.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.id})
 		return err
-	})
+	}) {
+		s.find.stuckPod(p.name, "RemovePodSandbox of %s failed", short(p.id))
+	}
 }
 
 // waitNotReady: a pod whose monitor died reads NOTREADY within 15 s.
@@ -127,7 +131,8 @@ func (s *soak) waitNotReady(p *pod) {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.find.add("convergence", "pod %s (%s): monitor killed, still %v after 15 s", p.name, short(p.id), st)
+			s.find.add("convergence", "pod %s (%s): %s killed, still %v after 15 s", p.name, short(p.id), s.inst.daemon.monitor(), st)
+			s.find.stuckPod(p.name, "%s killed, still %v after 15 s", s.inst.daemon.monitor(), st)
 			return
 		}
 		time.Sleep(500 * time.Millisecond)

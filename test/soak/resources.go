@@ -42,7 +42,7 @@ func (m *sampler) run(ctx context.Context, every time.Duration) {
 		if err != nil {
 			continue
 		}
-		vals, err := scrape("http://" + m.s.inst.metrics + "/metrics")
+		vals, err := scrape(m.s.inst.daemon.metricsURL(m.s.inst))
 		if err != nil || m.s.inst.pid() != pid {
 			continue
 		}

@@ -21,6 +21,10 @@ import (
 // port-forward sessions.
 const httpdPort = 8080
 
+// skipWebSocket names, in a runtime's skips, the attach over WebSocket: the
+// session is an attach over SPDY instead.
+const skipWebSocket = "attach over WebSocket"
+
 // streamWithin bounds a session from its URL to what it must see.
 const streamWithin = 10 * time.Second
 
@@ -43,7 +47,11 @@ func (s *soak) streamProbe(p *pod, n int) {
 	case 0:
 		err = s.attachSession(p, "spdy")
 	case 1:
-		err = s.attachSession(p, "websocket")
+		transport := "websocket"
+		if _, skip := s.inst.daemon.skips()[skipWebSocket]; skip {
+			transport = "spdy"
+		}
+		err = s.attachSession(p, transport)
 	default:
 		err = s.portForwardSession(p)
 	}
