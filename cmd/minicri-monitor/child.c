@@ -95,13 +95,19 @@ int named_child(struct helper *h, struct reply *r, int *status, char *err, size_
 		snprintf(err, n, "the monitor helper named pid %d without a start time after its own", (int)pid);
 		return -1;
 	}
+	if (proc_info(pid, &pi) == 0 && pi.leader && pi.start == r->start_time && proc_descends(pid, getpid())) {
+		/* It is still here (running, or a zombie not reaped yet), so a
+		 * status kept under its pid and start tick is an earlier
+		 * process's: the start time counts clock ticks, and a pid
+		 * reused within one (ns_last_pid) has the same identity. */
+		int stale;
+		take_early(pid, r->start_time, &stale);
+		return 0;
+	}
 	if (take_early(pid, r->start_time, status))
 		return 1; /* it exited while the helper was still running */
-	if (proc_info(pid, &pi) != 0 || !pi.leader || pi.start != r->start_time || !proc_descends(pid, getpid())) {
-		snprintf(err, n, "the monitor helper named pid %d: not a process of this monitor", (int)pid);
-		return -1;
-	}
-	return 0;
+	snprintf(err, n, "the monitor helper named pid %d: not a process of this monitor", (int)pid);
+	return -1;
 }
 
 void pause_reaped(int status)
