@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -122,6 +124,7 @@ func cgroupChildren(dir string) []string {
 
 // removeTree removes a cgroup directory and the ones below it, deepest first.
 func removeTree(dir string) {
+	killTree(dir)
 	kids := cgroupChildren(dir)
 	for i := len(kids) - 1; i >= 0; i-- {
 		_ = os.Remove(kids[i])
@@ -165,3 +168,34 @@ func startTime(pid int) string {
 
 // running reports whether the process r names is still alive.
 func (r procRef) running() bool { return alive(r.pid) && startTime(r.pid) == r.start }
+
+// killTree kills every process left in the cgroup dir and its children
+// (the soak made it: whatever runs there is the instance's, already
+// reported as a leak), and waits up to 2 s for them to be gone, so that
+// the cgroups can be removed (2026-12-04: two pauses outlived a failed soak).
+func killTree(dir string) {
+	procs := func() []int {
+		var pids []int
+		for _, d := range append(cgroupChildren(dir), dir) {
+			b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		return pids
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		pids := procs()
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+	}
+}
