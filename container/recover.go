@@ -3,8 +3,10 @@ package container
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/minicri/minicri/internal/atomicfile"
+	"github.com/minicri/minicri/monitor"
 )
 
 // recover loads the records a previous run left. Containers come back as
@@ -54,8 +56,38 @@ func (m *Manager) recoverOne(ctx context.Context, rec Record) {
 			// stays listed and removable under its ID.
 			m.log.Warn("recovered container's name is already taken", "container", id, "pod", rec.PodID, "err", err)
 		}
+		if rec.Status.State == StateCreated && rec.Restore == nil {
+			m.adoptLostStart(ctx, c)
+		}
 		m.log.Info("recovered container", "container", id, "pod", rec.PodID, "state", m.refresh(c).State)
 	}
+}
+
+// adoptLostStart records the start of a container recorded as created whose
+// monitor started it: the previous run was killed between the monitor's
+// answer and the record (a full root fails the record too, but the same
+// run's next StartContainer mends that: the monitor answers a repeated
+// start as the first). Without it the container would read created while
+// it runs, until the client started it again.
+func (m *Manager) adoptLostStart(ctx context.Context, c *Container) {
+	pod, err := m.opts.Pods.Pod(c.rec.PodID)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := monitor.Call(ctx, monitor.SocketPath(pod.MonitorDir), monitor.Request{Op: monitor.OpInspect, ID: c.ID()})
+	if err != nil || resp.Container == nil || resp.Container.StartedAt.IsZero() {
+		return
+	}
+	if _, err := c.update(func(s Status) Status {
+		s.State, s.StartedAt = StateRunning, resp.Container.StartedAt
+		return s
+	}); err != nil {
+		m.log.Error("record the start a crash lost", "pod", c.rec.PodID, "container", c.ID(), "err", err)
+		return
+	}
+	m.log.Info("container started before the crash; start recorded", "pod", c.rec.PodID, "container", c.ID())
 }
 
 // releaseStray frees what an unrecorded container may hold.

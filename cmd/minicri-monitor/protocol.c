@@ -211,7 +211,12 @@ static void ctr_request(struct conn *c, const char *op, struct ctr *k, const cha
 	if (is_op(op, "inspect")) {
 		reply_ctr(c, k);
 	} else if (is_op(op, "start")) {
-		if (!start_direct(c, k))
+		/* Started already: a start whose answer the daemon lost (killed
+		 * before it read it, or unable to record it on a full disk) is
+		 * asked again; it gets the same answer. */
+		if (k->started)
+			reply_ctr(c, k);
+		else if (!start_direct(c, k))
 			to_helper(c, line, n, k, simple_helper_reply);
 	} else if (is_op(op, "reopen-log")) {
 		to_helper(c, line, n, k, simple_helper_reply);

@@ -4,8 +4,9 @@
  * of the write end of <runc root>/<id>/exec.fifo; opening the read end lets
  * it write one byte and exec the container's process. Once the byte is
  * read, the FIFO is removed (from then on libcontainer sees the container
- * running). Anything unusual (an external runtime, an already started or
- * exited container, a FIFO that cannot be opened) goes to the helper, which
+ * running). A container started already gets the answer of its start again
+ * (protocol.c). Anything unusual (an external runtime, an exited container,
+ * a FIFO that cannot be opened) goes to the helper, which
  * answers as before. The wait is one more descriptor in the loop (W_START):
  * never blocking.
  */
@@ -69,13 +70,17 @@ void start_check(struct conn *c, int gone)
 	}
 	if (r < 0 && errno == EAGAIN && !gone)
 		return; /* not written yet */
-	/* EOF: the init closed its end without the byte, i.e. it died. */
+	/* EOF: the init closed its end without the byte: it died, or a
+	 * concurrent start (the same request again, from a daemon restarted
+	 * meanwhile) took the byte; that one's answer is this one's too. */
 	int e = errno;
 	conn_start_end(c);
+	if (k && k->started && !(r < 0 && e != EAGAIN)) {
+		reply_ctr(c, k);
+		return;
+	}
 	conn_reply_error(c, "start container %s: %s", c->id,
-			 r < 0 && e != EAGAIN ? strerror(e)
-			 : k && k->started   ? "cannot start an already running container" /* a concurrent start took the byte */
-					     : "container process is already dead");
+			 r < 0 && e != EAGAIN ? strerror(e) : "container process is already dead");
 }
 
 void start_waiters(void)
