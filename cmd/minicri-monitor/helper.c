@@ -65,6 +65,14 @@ int helper_spawn(struct buf *msg, struct conn *c, const char *id, helper_done fn
 	return 1;
 }
 
+int helpers_unanswered(void)
+{
+	int n = 0;
+	for (struct helper *h = helpers; h; h = h->next)
+		n += h->sock >= 0;
+	return n;
+}
+
 void helper_sweep(void)
 {
 	for (struct helper **pp = &helpers; *pp;) {

@@ -42,6 +42,7 @@ int helper_spawn(struct buf *msg, struct conn *c, const char *id, helper_done fn
 int helper_reaped(pid_t pid, int status);
 void helper_readable(struct helper *h);
 void helper_sweep(void); /* frees helpers that answered and were reaped */
+int helpers_unanswered(void); /* how many helpers are still to answer */
 /* take_fd: the descriptor r names name, now the caller's; -1 when none. */
 int take_fd(struct reply *r, const char *name);
 

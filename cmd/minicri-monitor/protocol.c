@@ -91,24 +91,40 @@ static void kill_request(struct conn *c, struct ctr *k, long long sig, long long
 	c->deadline = after_ms(30000);
 }
 
-static void stop_request(struct conn *c)
+static void kill_all(void)
 {
 	for (struct ctr *k = ctrs; k; k = k->next)
-		sigkill(k);
+		if (!k->reaped)
+			sigkill(k);
 	if (pause_st.pid > 0 && !pause_st.exited && signal_child(pause_st.pid, SIGKILL) != 0 && errno != ESRCH)
 		mlog("WARN", "kill pause: %s", strerror(errno));
+}
+
+static void stop_request(struct conn *c)
+{
 	c->state = C_WAIT;
 	c->wait = W_STOP;
 	c->deadline = after_ms(30000);
 	stop_check();
 }
 
+/* stop_check answers the stops once the pause and every container ended.
+ * A helper still to answer may yet make a process (the pod's pause, while
+ * the pod starts: a daemon killed in RunPodSandbox has its successor stop
+ * the pod before its start ended; a container; an exec): the stop waits for
+ * its answer and kills what it made too. */
 void stop_check(void)
 {
+	int pending = 0;
+	for (struct conn *c = conns; c; c = c->next)
+		pending |= c->state == C_WAIT && c->wait == W_STOP;
+	if (!pending)
+		return;
+	kill_all();
 	for (struct conn *c = conns; c; c = c->next) {
 		if (c->state != C_WAIT || c->wait != W_STOP)
 			continue;
-		int done = pause_st.pid <= 0 || pause_st.exited;
+		int done = (pause_st.pid <= 0 || pause_st.exited) && !helpers_unanswered();
 		for (struct ctr *k = ctrs; k; k = k->next)
 			if (!k->final)
 				done = 0;

@@ -28,6 +28,9 @@ import (
 //	{"mode":"early","code":<n>}     start a process, read its start time, let it exit n,
 //	                                wait until the monitor reaped it, then name it
 //
+// Its pod-start waits MINICRI_IT_POD_START_DELAY first when that is set, and
+// writes the pause's pid to pause.pid in the sandbox's directory.
+//
 // and for the op "orphan": make an orphan that exits 42, wait until the
 // monitor reaped it, answer {"pid":<its pid>}.
 type fakeMsg struct {
@@ -42,6 +45,10 @@ type fakeMsg struct {
 }
 
 const orphanCode = 42
+
+// podStartDelay, when set, is how long the fake helper takes before it
+// starts the pause of a pod-start.
+const podStartDelay = "MINICRI_IT_POD_START_DELAY"
 
 func fakeHelperMain() int {
 	unix.CloseOnExec(3) // what it starts must not hold the monitor's socket
@@ -70,10 +77,14 @@ func fakeAnswer(msg fakeMsg) ([]string, error) {
 	f := msg.Req.Fake
 	switch msg.Req.Op {
 	case "pod-start":
+		if d, err := time.ParseDuration(os.Getenv(podStartDelay)); err == nil {
+			time.Sleep(d) // a slow start: the daemon may be gone by its end
+		}
 		p, err := startSelf("sleep", "")
 		if err != nil {
 			return nil, err
 		}
+		appendLine("pause.pid", strconv.Itoa(p.Pid))
 		ref, err := proc.RefOf(p.Pid)
 		if err != nil {
 			return nil, err

@@ -62,6 +62,20 @@ type monSandbox struct {
 // monitor's readiness line.
 func startMonSandbox(t *testing.T) *monSandbox {
 	t.Helper()
+	s, r := launchMonSandbox(t)
+	defer r.Close()
+	r.SetReadDeadline(time.Now().Add(20 * time.Second))
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil || strings.Contains(line, `"error"`) {
+		t.Fatalf("monitor readiness %q: %v\n%s", line, err, s.logs())
+	}
+	return s
+}
+
+// launchMonSandbox starts the sandbox and returns the read end of the
+// monitor's readiness pipe, not waiting on it.
+func launchMonSandbox(t *testing.T) (*monSandbox, *os.File) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the monitor's sandbox needs root (a PID namespace)")
 	}
@@ -74,7 +88,6 @@ func startMonSandbox(t *testing.T) *monSandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
 	dirf, err := os.Open(s.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -97,12 +110,7 @@ func startMonSandbox(t *testing.T) *monSandbox {
 		t.Fatalf("start the monitor's sandbox: %v", err)
 	}
 	t.Cleanup(func() { s.stop(t) })
-	r.SetReadDeadline(time.Now().Add(20 * time.Second))
-	line, err := bufio.NewReader(r).ReadString('\n')
-	if err != nil || strings.Contains(line, `"error"`) {
-		t.Fatalf("monitor readiness %q: %v\n%s", line, err, s.logs())
-	}
-	return s
+	return s, r
 }
 
 // stop kills the namespace's init: the kernel kills everything in it.
