@@ -16,6 +16,9 @@ type pod struct {
 	info     podInfo
 	logDir   string
 	logger   string // container that logs numbered lines, never stopped until teardown
+	// The logger's setup (its httpd and page) ran between these; a full
+	// root then leaves the pod nothing to serve.
+	setupFrom, setupBy time.Time
 	exiter   string // container that exits with exitCode after exitAfter
 	exitCode int32
 	exitFrom time.Time // the exiter exits between exitFrom (its exit time

@@ -57,9 +57,11 @@ func (s *soak) setUp(p *pod, rng *rand.Rand) bool {
 	}
 	burst := 20 + rng.Intn(80)
 	logger := serveScript(p) + fmt.Sprintf(`i=0; while :; do i=$((i+1)); echo "soak line $i"; if [ $((i %% %d)) = 0 ]; then sleep 0.1; fi; done`, burst)
+	p.setupFrom = time.Now()
 	if p.logger = s.startContainer(p, cfg, "logger", logger); p.logger == "" {
 		return false
 	}
+	p.setupBy = time.Now().Add(setupWithin)
 	p.exitCode = int32(rng.Intn(120))
 	after := 2 + rng.Intn(int(s.cfg.life/time.Second)/2+1)
 	p.exitFrom = time.Now().Add(time.Duration(after) * time.Second)

@@ -28,6 +28,10 @@ const skipWebSocket = "attach over WebSocket"
 // streamWithin bounds a session from its URL to what it must see.
 const streamWithin = 10 * time.Second
 
+// setupWithin bounds the logger's setup (serveScript) after its start's
+// answer, on a loaded node.
+const setupWithin = 10 * time.Second
+
 func pageOf(p *pod) string { return "soak page of " + p.name + "\n" }
 
 // serveScript starts busybox httpd (it daemonizes) serving pageOf(p). Its
@@ -59,7 +63,9 @@ func (s *soak) streamProbe(p *pod, n int) {
 		s.streams.Add(1)
 		return
 	}
-	if s.flt.during(start, time.Now(), "daemon-kill") || p.faulted.Load() {
+	// A full root during the logger's setup may have left it no page.
+	lostPage := n%3 == 2 && s.flt.during(p.setupFrom, p.setupBy, "enospc")
+	if s.flt.during(start, time.Now(), "daemon-kill") || p.faulted.Load() || lostPage {
 		s.rpc.tolerate("stream", err)
 		return
 	}
