@@ -34,7 +34,7 @@ type config struct {
 
 func loadConfig() (config, error) {
 	c := config{minutes: 30, pods: 110, seed: time.Now().UnixNano() % 1000000, probe: 5 * time.Second,
-		life: 60 * time.Second, faultEvery: 8 * time.Second, samplerEvery: 2 * time.Second, warm: 10 * time.Second,
+		life: 60 * time.Second, faultEvery: 6 * time.Second, samplerEvery: 2 * time.Second, warm: 10 * time.Second,
 		keep: os.Getenv("SOAK_KEEP") != ""}
 	var err error
 	set := func(name string, f func(string) error) {
