@@ -73,6 +73,14 @@ int helpers_unanswered(void)
 	return n;
 }
 
+int helper_creating(const char *id)
+{
+	for (struct helper *h = helpers; h; h = h->next)
+		if (h->sock >= 0 && id[0] && strcmp(h->id, id) == 0)
+			return 1;
+	return 0;
+}
+
 void helper_sweep(void)
 {
 	for (struct helper **pp = &helpers; *pp;) {

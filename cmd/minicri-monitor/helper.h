@@ -43,6 +43,7 @@ int helper_reaped(pid_t pid, int status);
 void helper_readable(struct helper *h);
 void helper_sweep(void); /* frees helpers that answered and were reaped */
 int helpers_unanswered(void); /* how many helpers are still to answer */
+int helper_creating(const char *id); /* a helper for container id is still to answer */
 /* take_fd: the descriptor r names name, now the caller's; -1 when none. */
 int take_fd(struct reply *r, const char *name);
 

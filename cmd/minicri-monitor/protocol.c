@@ -54,12 +54,33 @@ static void spawn_delete(struct conn *c, struct ctr *k)
 	buf_free(&m);
 }
 
+static void delete_request(struct conn *c, struct ctr *k)
+{
+	if (k->final) {
+		spawn_delete(c, k);
+		return;
+	}
+	sigkill(k);
+	c->state = C_WAIT;
+	c->wait = W_DELETE;
+	c->deadline = after_ms(30000);
+}
+
 void waits_check(void)
 {
 	for (struct conn *c = conns; c; c = c->next) {
 		if (c->state != C_WAIT)
 			continue;
 		struct ctr *k = find_ctr(c->id);
+		if (c->wait == W_CREATED) {
+			if (helper_creating(c->id))
+				continue;
+			if (k)
+				delete_request(c, k); /* what the create made */
+			else
+				reply_empty(c); /* it made nothing */
+			continue;
+		}
 		if (!k || !k->final)
 			continue;
 		if (c->wait == W_KILL_GRACE || c->wait == W_KILL_FORCE)
@@ -243,14 +264,7 @@ static void ctr_request(struct conn *c, const char *op, struct ctr *k, const cha
 			jv_int(v, &timeout);
 		kill_request(c, k, sig, timeout);
 	} else if (is_op(op, "delete")) {
-		if (k->final) {
-			spawn_delete(c, k);
-			return;
-		}
-		sigkill(k);
-		c->state = C_WAIT;
-		c->wait = W_DELETE;
-		c->deadline = after_ms(30000);
+		delete_request(c, k);
 	} else if (is_op(op, "resize")) {
 		resize_request(c, k, line, n);
 	}
@@ -298,7 +312,14 @@ void handle_request(struct conn *c, const char *line, size_t n)
 		to_helper(c, line, n, k, create_helper_reply);
 	else if (k)
 		ctr_request(c, op, k, line, n);
-	else if (is_op(op, "delete"))
+	else if (is_op(op, "delete") && helper_creating(c->id)) {
+		/* Its create is still under way (a daemon killed in CreateContainer,
+		 * whose successor deletes what its record shows half made): delete
+		 * what the create makes once it ends (waits_check). */
+		c->state = C_WAIT;
+		c->wait = W_CREATED;
+		c->deadline = after_ms(60000);
+	} else if (is_op(op, "delete"))
 		reply_empty(c); /* already gone: idempotent */
 	else
 		conn_reply_error(c, "container %s: unknown to this monitor", c->id);
@@ -318,6 +339,8 @@ void waits_timeout(void)
 			conn_reply_error(c, "container %s did not exit after SIGKILL", c->id);
 		} else if (c->wait == W_STOP) {
 			conn_reply_error(c, "pod did not stop within 30s");
+		} else if (c->wait == W_CREATED) {
+			conn_reply_error(c, "delete container %s: its create did not end within 60s", c->id);
 		} else if (c->wait == W_START) {
 			conn_start_end(c);
 			conn_reply_error(c, "start container %s: its init did not take the start within 60s", c->id);

@@ -57,7 +57,7 @@ struct pause_state {
 };
 
 enum { C_REQ, C_WAIT, C_ATTACH };
-enum { W_NONE, W_HELPER, W_KILL_GRACE, W_KILL_FORCE, W_DELETE, W_STOP, W_START };
+enum { W_NONE, W_HELPER, W_KILL_GRACE, W_KILL_FORCE, W_DELETE, W_STOP, W_START, W_CREATED };
 
 /* A client connection: a request line, then a response (C_REQ, C_WAIT), or
  * an attach session (C_ATTACH). */
@@ -65,7 +65,7 @@ struct conn {
 	struct conn *next;
 	int fd, state, wait;
 	char id[ID_MAX + 1];
-	struct timespec deadline; /* CLOCK_MONOTONIC; W_KILL_*, W_STOP, W_START */
+	struct timespec deadline; /* CLOCK_MONOTONIC; W_KILL_*, W_STOP, W_START, W_CREATED */
 	int start_fd;             /* W_START: the read end of the init's exec.fifo */
 	char *start_fifo;         /* W_START: its path, removed once read */
 	struct buf in, out;

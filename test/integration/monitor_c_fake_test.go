@@ -27,6 +27,7 @@ import (
 //	                                monitor, start a process with its pid, name that
 //	{"mode":"early","code":<n>}     start a process, read its start time, let it exit n,
 //	                                wait until the monitor reaped it, then name it
+//	{"mode":"slow"}                 after a second, start a process (its pid in slow.pid), name it
 //
 // Its pod-start waits MINICRI_IT_POD_START_DELAY first when that is set, and
 // writes the pause's pid to pause.pid in the sandbox's directory.
@@ -135,6 +136,15 @@ func fakeCreate(mode, pidText string, code int) ([]string, error) {
 	case "early":
 		pid, st, err := makeOrphan(code)
 		return pidLines(pid, st), err
+	case "slow":
+		time.Sleep(time.Second) // the daemon may be gone, and its successor asking, by the end
+		p, err := startSelf("sleep", "")
+		if err != nil {
+			return nil, err
+		}
+		appendLine("slow.pid", strconv.Itoa(p.Pid))
+		st, err := proc.StartTime(p.Pid)
+		return pidLines(p.Pid, st), err
 	}
 	return nil, fmt.Errorf("create mode %q", mode)
 }

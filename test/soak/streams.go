@@ -137,7 +137,8 @@ func (s *soak) portForwardSession(p *pod) error {
 	}
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: tr, Timeout: streamWithin}, "POST", u)
 	stop, ready := make(chan struct{}), make(chan struct{})
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", httpdPort)}, stop, ready, io.Discard, io.Discard)
+	errOut := &syncBuffer{} // what the runtime says of a failed connection
+	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", httpdPort)}, stop, ready, io.Discard, errOut)
 	if err != nil {
 		return err
 	}
@@ -159,7 +160,8 @@ func (s *soak) portForwardSession(p *pod) error {
 	c := &http.Client{Timeout: streamWithin, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local))
 	if err != nil {
-		return fmt.Errorf("GET through the port forward: %v", err)
+		time.Sleep(100 * time.Millisecond) // the error stream's message follows the data stream's close
+		return fmt.Errorf("GET through the port forward: %v (the forwarder: %q)", err, errOut.String())
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -188,4 +190,22 @@ func (w *watchWriter) Write(b []byte) (int, error) {
 		w.once.Do(func() { close(w.seen) })
 	}
 	return len(b), nil
+}
+
+// syncBuffer is a strings.Builder safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
