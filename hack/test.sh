@@ -15,7 +15,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 MAKE=${MAKE:-make}
-PHASES=(vet lint unit "fuzz FUZZTIME=${TEST_FUZZTIME:-10s}" integration critest e2e e2e-evented conformance-ci vmtest-ci)
+PHASES=(vet lint unit "fuzz FUZZTIME=${TEST_FUZZTIME:-10s}" integration soak-ci critest e2e e2e-evented conformance-ci vmtest-ci)
 [ $# -eq 0 ] || PHASES=("$@")
 
 prebuild_pid=
