@@ -14,6 +14,8 @@ type pod struct {
 	name     string // metadata name, also the "soak.uid" label
 	id       string
 	info     podInfo
+	// The pause and the monitor (containerd: the shim) by pid and start time.
+	pauseRef, monitorRef procRef
 	logDir   string
 	logger   string // container that logs numbered lines, never stopped until teardown
 	// The logger's setup (its httpd and page) ran between these; a full

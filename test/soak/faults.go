@@ -216,7 +216,8 @@ func (s *soak) restart() {
 }
 
 // monitorKill kills the monitor of a steady pod, after checking that the pid
-// is still that pod's monitor (its command line names the instance's dir).
+// is still that pod's monitor (its start time, and its command line names
+// the instance's dir).
 func (f *faults) monitorKill() {
 	pods := f.s.bel.steadyPods()
 	if len(pods) == 0 {
@@ -224,7 +225,7 @@ func (f *faults) monitorKill() {
 	}
 	p := pods[f.rng.Intn(len(pods))]
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.info.MonitorPID))
-	if err != nil || !strings.Contains(string(b), f.s.inst.dir) {
+	if err != nil || !strings.Contains(string(b), f.s.inst.dir) || !p.monitorRef.running() {
 		return
 	}
 	p.faulted.Store(true)

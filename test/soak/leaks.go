@@ -29,9 +29,9 @@ func (s *soak) checkPodGone(p *pod) {
 
 func (s *soak) podLeftovers(p *pod) []string {
 	var out []string
-	for what, pid := range map[string]int{"pause": p.info.PID, "monitor": p.info.MonitorPID} {
-		if alive(pid) && !s.isDaemonOrSelf(pid) {
-			out = append(out, fmt.Sprintf("%s %d still running", what, pid))
+	for what, r := range map[string]procRef{"pause": p.pauseRef, "monitor": p.monitorRef} {
+		if r.running() && !s.isDaemonOrSelf(r.pid) {
+			out = append(out, fmt.Sprintf("%s %d still running", what, r.pid))
 		}
 	}
 	for _, r := range p.procs {

@@ -125,7 +125,12 @@ func (s *soak) readInfo(p *pod) bool {
 		if err != nil {
 			return err
 		}
-		p.info, err = s.inst.daemon.podInfo(s.inst, p.id, r.Info)
-		return err
+		if p.info, err = s.inst.daemon.podInfo(s.inst, p.id, r.Info); err != nil {
+			return err
+		}
+		// By start time too: pids wrap within minutes here (pid_max 32768).
+		p.pauseRef = procRef{p.info.PID, startTime(p.info.PID)}
+		p.monitorRef = procRef{p.info.MonitorPID, startTime(p.info.MonitorPID)}
+		return nil
 	})
 }
