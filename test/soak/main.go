@@ -13,10 +13,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -87,6 +89,7 @@ type soak struct {
 
 	pullKick                                                      chan struct{}
 	churned, probes, streams, pulls, removals, logsChecked, lines atomic.Int64
+	interrupted                                                   atomic.Bool // a signal ended the churn early
 }
 
 func main() {
@@ -159,6 +162,10 @@ func (s *soak) run() (bool, error) {
 	s.finish()
 	s.checkNodeClean()
 	ok := s.report(s.smp.slopes(s.cfg.warm), s.smp.lastProcess(s.cfg.warm))
+	if s.interrupted.Load() {
+		fmt.Println("soak: interrupted: not a full run")
+		ok = false
+	}
 	failed = !ok
 	if !ok && s.cfg.keep {
 		fmt.Printf("soak: kept %s\n", s.inst.dir)
@@ -171,6 +178,17 @@ func (s *soak) run() (bool, error) {
 func (s *soak) churn() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.cfg.minutes*float64(time.Minute)))
 	defer cancel()
+	// SIGINT or SIGTERM ends the churn early; the pods are torn down and the
+	// host cleaned as after a full run (a second signal, during that, kills).
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		if ctx.Err() == context.Canceled {
+			s.interrupted.Store(true)
+			fmt.Println("soak: interrupted: ending the churn, then tearing down (a second signal kills)")
+		}
+	}()
 	var wg sync.WaitGroup
 	goWG := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	goWG(func() { s.smp.run(ctx, s.cfg.samplerEvery) })
@@ -189,6 +207,7 @@ func (s *soak) churn() {
 		})
 	}
 	wg.Wait()
+	stop()
 	fmt.Printf("soak: churn over after %v; last fault %v ago\n", time.Since(s.start).Round(time.Second), time.Since(s.flt.lastFault()).Round(time.Second))
 }
 
