@@ -214,9 +214,11 @@ type Store struct {
 	flights flightGroup
 
 	// lazyMounted: the layers (blob digests) lazyfs serves for this store
-	// now (under mu); lazyMu orders their mounts and unmounts.
+	// now (under mu); mounts hold lazyMu for reading (concurrent
+	// prefetches), collectLazy for writing (no mount under way while it
+	// decides what no one uses and unmounts it).
 	lazyMounted map[string]bool
-	lazyMu      sync.Mutex
+	lazyMu      sync.RWMutex
 
 	// FsInfo walks the store only when its content changed (generation).
 	fsGen   atomic.Uint64

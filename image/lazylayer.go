@@ -63,8 +63,8 @@ func (s *Store) mountLazy(ctx context.Context, ref string, auth *AuthConfig, l l
 	if err != nil {
 		return err
 	}
-	s.lazyMu.Lock()
-	defer s.lazyMu.Unlock()
+	s.lazyMu.RLock()
+	defer s.lazyMu.RUnlock()
 	mnt := s.lazyMount(l.Digest)
 	if err := os.MkdirAll(mnt, 0o755); err != nil { //nolint:gosec // a lower layer's root: its mode is the TOC's once mounted
 		return fmt.Errorf("lazy layer %s: %w", l.Digest, err)
