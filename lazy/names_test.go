@@ -2,17 +2,15 @@ package lazy
 
 import (
 	"archive/tar"
-	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/containerd/stargz-snapshotter/estargz"
-	digest "github.com/opencontainers/go-digest"
 )
 
 // hostileLayers are layers whose entry names (or link targets) a full
@@ -50,7 +48,7 @@ func hostileLayers() map[string][]tarEntry {
 func TestHostileNamesRefused(t *testing.T) {
 	for name, entries := range hostileLayers() {
 		t.Run(name, func(t *testing.T) {
-			blob, toc := plainBlob(t, entries)
+			blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed, estargz.WithPrioritizedFiles(nil))
 			r := newRegistry(t, blob)
 			dir := t.TempDir()
 			l, err := Open(context.Background(), r.blobReader(), Options{Dir: filepath.Join(dir, "cache"), TOCDigest: toc})
@@ -80,7 +78,7 @@ func TestCanonicalNamesAccepted(t *testing.T) {
 		fileEntry("etc/.wh.gone", 0o644, nil),
 		fileEntry("etc/..dots..", 0o644, []byte("a name, not a component\n")),
 	}
-	blob, toc := plainBlob(t, entries)
+	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed, estargz.WithPrioritizedFiles(nil))
 	m := mountFixture(t, newRegistry(t, blob), toc, Options{})
 	for name, want := range map[string]string{"etc/up": "../../../../etc/shadow", "etc/abs": "/etc/ok"} {
 		if got, err := os.Readlink(filepath.Join(m.Mountpoint, name)); err != nil || got != want {
@@ -145,20 +143,4 @@ func treeNames(t *testing.T, l *Layer) []string {
 		names = append(names, fmt.Sprintf("etc/ readdir: %q", e.Name()))
 	}
 	return names
-}
-
-// plainBlob makes an eStargz blob of the entries, with no prioritized files.
-func plainBlob(t *testing.T, entries []tarEntry) ([]byte, digest.Digest) {
-	t.Helper()
-	tarb := buildTar(t, entries)
-	b, err := estargz.Build(io.NewSectionReader(bytes.NewReader(tarb), 0, int64(len(tarb))), estargz.WithChunkSize(testChunk))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	blob, err := io.ReadAll(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return blob, b.TOCDigest()
 }
