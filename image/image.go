@@ -532,6 +532,9 @@ func (s *Store) Status(ref string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
+	if err := s.runnableLocked(r); err != nil {
+		return Image{}, err
+	}
 	return s.image(r), nil
 }
 
@@ -562,6 +565,8 @@ func (s *Store) List(filter string) ([]Image, error) {
 			}
 		}
 	}
+	// An image with a lazily pulled layer not served is not there to run.
+	out = slices.DeleteFunc(out, func(img Image) bool { return s.runnableLocked(s.images[img.ID]) != nil })
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }

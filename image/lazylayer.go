@@ -43,6 +43,19 @@ func (s *Store) isLazy(blobDigest string) bool {
 	return s.lazyMounted[blobDigest]
 }
 
+// runnableLocked fails, wrapping ErrNotFound, for an image with a lazily
+// pulled layer lazyfs does not serve (it could not be mounted again at
+// start): ImageStatus then says the image is not there, so the kubelet
+// pulls it again, with its credentials, which mounts the layer. s.mu held.
+func (s *Store) runnableLocked(r *record) error {
+	for _, l := range r.Layers {
+		if l.Lazy && !s.lazyMounted[l.Digest] {
+			return fmt.Errorf("%w: image %s: its lazily pulled layer %s is not mounted: pull it again", ErrNotFound, r.ID, l.Digest)
+		}
+	}
+	return nil
+}
+
 // hasLazy says whether the store serves any layer lazily now.
 func (s *Store) hasLazy() bool {
 	s.mu.Lock()

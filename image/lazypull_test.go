@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"os"
@@ -200,5 +201,59 @@ func TestLazyRemount(t *testing.T) {
 	}
 	if on, _ := mountinfo.Mounted(mnt); on {
 		t.Errorf("%s still mounted after Remove", mnt)
+	}
+}
+
+// TestLazyUnmountedIsNotThere: a recorded lazy layer that cannot be
+// mounted again at start (its registry refuses ranges now) makes its image
+// absent to Status, List and Acquire, but not to the recovery; a pull
+// mounts the layer again and the image is back.
+func TestLazyUnmountedIsNotThere(t *testing.T) {
+	nodeA, stopA := lazyServer(t)
+	root := filepath.Join(t.TempDir(), "root")
+	srv := startRegistry(t, fixture.Options{})
+	lazyImage(t, srv, "lazy/img:1")
+	ref := srv.Host + "/lazy/img:1"
+	img, err := lazyStoreAt(t, root, nodeA).Pull(ctxT(t), ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopA()
+	nodeB, _ := lazyServer(t)
+	s := lazyStoreAt(t, root, nodeB)
+	srv.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Range") == "" {
+			return false
+		}
+		http.Error(w, "no ranges today", http.StatusServiceUnavailable)
+		return true
+	})
+	if err := s.RemountLazy(ctxT(t)); err == nil {
+		t.Fatal("RemountLazy without ranges: no error")
+	}
+	if _, err := s.Acquire(img.ID, "recovered"); err != nil {
+		t.Errorf("Acquire while recovering: %v", err)
+	}
+	if err := s.FinishRecovery(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Status(ref); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Status of an image whose lazy layer is not mounted: %v, want ErrNotFound", err)
+	}
+	if l, err := s.List(""); err != nil || len(l) != 0 {
+		t.Errorf("List: %v, %v; want nothing", l, err)
+	}
+	if _, err := s.Acquire(img.ID, "new"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Acquire: %v, want ErrNotFound", err)
+	}
+	srv.SetIntercept(nil)
+	if _, err := s.Pull(ctxT(t), ref, nil); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := mountinfo.Mounted(img.Layers[1]); !on || err != nil {
+		t.Errorf("%s not mounted by the new pull (%v)", img.Layers[1], err)
+	}
+	if _, err := s.Status(ref); err != nil {
+		t.Errorf("Status after the pull: %v", err)
 	}
 }

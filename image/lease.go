@@ -35,6 +35,9 @@ func (s *Store) Acquire(ref, holder string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
+	if err := s.runnableLocked(r); err != nil && !s.recovering {
+		return Image{}, err // recovered containers run on the overlays they have
+	}
 	if s.leases[r.ID] == nil {
 		s.leases[r.ID] = map[string]bool{}
 	}
