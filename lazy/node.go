@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Node is the node's minicri-lazyfs as the daemon uses it: each call first
@@ -14,6 +15,8 @@ import (
 type Node struct {
 	Socket  string
 	Command ServerCommand
+
+	mu sync.Mutex // one start at a time: two would race for the socket
 }
 
 // NewNode is the server whose socket and log are in dir (created, 0700),
@@ -27,6 +30,8 @@ func NewNode(dir, program string) (*Node, error) {
 }
 
 func (n *Node) client(ctx context.Context) (Client, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if _, err := StartServer(ctx, n.Socket, n.Command); err != nil {
 		return Client{}, err
 	}
