@@ -571,8 +571,10 @@ func (p *puller) addLayers(rec *record, m *v1.Manifest, diffIDs []v1.Hash) error
 		}
 		rec.Layers = append(rec.Layers, layerRecord{
 			Digest: l.Digest.String(), DiffID: diffIDs[i].String(), MediaType: string(l.MediaType), Size: l.Size,
-			TOCDigest: l.Annotations[lazy.TOCDigestAnnotation],
 		})
+		if p.s.cfg.LazyPull { // lazy pulls off: records as they were
+			rec.Layers[i].TOCDigest = l.Annotations[lazy.TOCDigestAnnotation]
+		}
 		rec.Size += uint64(l.Size)
 	}
 	for i, l := range rec.Layers {
@@ -727,7 +729,7 @@ func (p *puller) ensureLayer(ctx context.Context, ps *progressSet, layers []laye
 	if _, ok := p.layerDir(layers, i); ok {
 		return nil
 	}
-	if p.s.cfg.LazyPull && l.TOCDigest != "" {
+	if l.TOCDigest != "" { // set with lazy pulls on only
 		err := s.mountLazy(ctx, p.ref.String(), p.auth, l)
 		if err == nil || contextErr(ctx) != nil {
 			return err
