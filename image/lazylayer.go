@@ -158,9 +158,25 @@ func (s *Store) lazyLayers() []layerRecord {
 // layers that no image, lease or pull under way uses. A layer lazyfs
 // cannot let go of stays, for the next collection.
 func (s *Store) collectLazy() error {
-	root := filepath.Join(s.cfg.Root, "lazy")
 	s.lazyMu.Lock()
 	defer s.lazyMu.Unlock()
+	return s.collectLazyLocked()
+}
+
+// collectLazyNow is collectLazy unless a mount is under way (a pull's
+// prefetch): a container's removal does not wait for it; the next
+// removal or GC collects.
+func (s *Store) collectLazyNow() error {
+	if !s.lazyMu.TryLock() {
+		return nil
+	}
+	defer s.lazyMu.Unlock()
+	return s.collectLazyLocked()
+}
+
+// collectLazyLocked: see collectLazy; s.lazyMu held for writing.
+func (s *Store) collectLazyLocked() error {
+	root := filepath.Join(s.cfg.Root, "lazy")
 	ents, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -24,13 +24,19 @@ import (
 // returns the eStargz layer's files.
 func lazyImage(t *testing.T, srv *fixture.Server, ref string) []fixture.File {
 	t.Helper()
+	return lazyImageOn(t, srv, ref, "base\n")
+}
+
+// lazyImageOn is lazyImage with base's file holding baseText.
+func lazyImageOn(t *testing.T, srv *fixture.Server, ref, baseText string) []fixture.File {
+	t.Helper()
 	files := fixture.EStargzFiles()
 	el, err := fixture.NewEStargzLayer(files, []string{"lazy/hello.txt"}, 16<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	base, err := fixture.NewLayer(fixture.Tar([]fixture.File{{Name: "base/", Type: tar.TypeDir, Mode: 0o755},
-		{Name: "base/f", Type: tar.TypeReg, Mode: 0o644, Body: []byte("base\n")}}), fixture.Gzip, false)
+		{Name: "base/f", Type: tar.TypeReg, Mode: 0o644, Body: []byte(baseText)}}), fixture.Gzip, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,5 +261,55 @@ func TestLazyUnmountedIsNotThere(t *testing.T) {
 	}
 	if _, err := s.Status(ref); err != nil {
 		t.Errorf("Status after the pull: %v", err)
+	}
+}
+
+// TestLazyLayerShared: two images with the same eStargz layer share its
+// mount; removing one leaves it served for the other, removing both leaves
+// it served for a container; the container's release unmounts it and
+// removes its cache.
+func TestLazyLayerShared(t *testing.T) {
+	s := lazyStore(t)
+	srv := startRegistry(t, fixture.Options{})
+	lazyImageOn(t, srv, "lazy/a:1", "a\n")
+	lazyImageOn(t, srv, "lazy/b:1", "b\n")
+	a, err := s.Pull(ctxT(t), srv.Host+"/lazy/a:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Pull(ctxT(t), srv.Host+"/lazy/b:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID == b.ID || a.Layers[1] != b.Layers[1] {
+		t.Fatalf("images %s %s, eStargz layers %s %s: want two images sharing one mount", a.ID, b.ID, a.Layers[1], b.Layers[1])
+	}
+	mnt := a.Layers[1]
+	if err := s.Remove(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if on, _ := mountinfo.Mounted(mnt); !on {
+		t.Fatalf("%s unmounted while image %s uses it", mnt, b.ID)
+	}
+	if _, err := os.ReadFile(filepath.Join(mnt, "lazy/hello.txt")); err != nil {
+		t.Errorf("read after the other image's removal: %v", err)
+	}
+	if _, err := s.Acquire(b.ID, "ctr"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if on, _ := mountinfo.Mounted(mnt); !on {
+		t.Fatalf("%s unmounted while a container holds its image", mnt)
+	}
+	if err := s.Release("ctr"); err != nil {
+		t.Fatal(err)
+	}
+	if on, _ := mountinfo.Mounted(mnt); on {
+		t.Errorf("%s still mounted once no image nor container uses it", mnt)
+	}
+	if _, err := os.Stat(filepath.Dir(mnt)); !os.IsNotExist(err) {
+		t.Errorf("lazy layer's directory: %v", err)
 	}
 }
