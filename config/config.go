@@ -33,6 +33,7 @@ type Config struct {
 
 	Network  Network  `toml:"network"`
 	Registry Registry `toml:"registry"`
+	Image    Image    `toml:"image"`
 	Stream   Stream   `toml:"stream"`
 	CDI      CDI      `toml:"cdi"`
 	NRI      NRI      `toml:"nri"`
@@ -128,6 +129,16 @@ type Registry struct {
 	// MaxEntries bounds the files, directories and links (inodes) the
 	// layers of a pull may create (0: the default, 1Mi; negative: none).
 	MaxEntries int64 `toml:"max_entries"`
+}
+
+// Image configures how pulled images are held.
+type Image struct {
+	// Lazy mounts the layers of eStargz images (those whose descriptors
+	// name a TOC digest) through minicri-lazyfs instead of unpacking them:
+	// a container starts once their prioritized files are fetched, the rest
+	// arrives in the background. A layer that cannot be read so is pulled
+	// whole, as with Lazy off.
+	Lazy bool `toml:"lazy"`
 }
 
 // Stream configures the streaming server (Exec, Attach, PortForward URLs).

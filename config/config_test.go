@@ -154,3 +154,23 @@ func TestRuntimesAreValidated(t *testing.T) {
 		t.Errorf("default root %q", got)
 	}
 }
+
+// TestImageLazy: [image] lazy is off unless the file turns it on.
+func TestImageLazy(t *testing.T) {
+	if Default().Image.Lazy {
+		t.Fatal("lazy pulls on by default")
+	}
+	p := filepath.Join(t.TempDir(), "c.toml")
+	os.WriteFile(p, []byte("[image]\nlazy = true\n"), 0o644)
+	cfg, err := Load(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Image.Lazy {
+		t.Fatalf("[image] lazy = true not applied: %+v", cfg.Image)
+	}
+	var buf bytes.Buffer
+	if err := cfg.Write(&buf); err != nil || !strings.Contains(buf.String(), "[image]\n  lazy = true") {
+		t.Fatalf("written: %v\n%s", err, buf.String())
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/internal/events"
 	"github.com/minicri/minicri/internal/hostdir"
+	"github.com/minicri/minicri/lazy"
 	"github.com/minicri/minicri/monitor"
 	"github.com/minicri/minicri/network"
 	"github.com/minicri/minicri/ocirt"
@@ -62,9 +63,14 @@ func Run(cfg config.Config) error {
 		return err
 	}
 	defer func() { logIf(log, "stop telemetry", obs.stop()) }()
-	images, err := newImageStore(cfg, obs.pullObserver(), log)
+	images, err := newImageStore(cfg, exe, obs.pullObserver(), log)
 	if err != nil {
 		return err
+	}
+	// Before the containers are recovered: their images' lazily pulled
+	// layers are served again if lazyfs lost them.
+	if err := images.RemountLazy(ctx); err != nil {
+		log.Warn("lazy layers not all mounted again", "err", err)
 	}
 	handlers := runtimeHandlers(ctx, cfg, log)
 	hooks := &podContainers{}
@@ -275,10 +281,16 @@ func listen(cfg config.Config) (net.Listener, error) {
 	return ln, nil
 }
 
-func newImageStore(cfg config.Config, obs image.PullObserver, log *slog.Logger) (*image.Store, error) {
+func newImageStore(cfg config.Config, exe string, obs image.PullObserver, log *slog.Logger) (*image.Store, error) {
 	timeout, err := time.ParseDuration(cfg.Registry.NoProgressTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("config: registry.no_progress_timeout: %w", err)
+	}
+	// The node's lazyfs (lazily pulled layers), started at its first use;
+	// also with lazy pulls off, for the layers pulled lazily before.
+	lazyfs, err := lazy.NewNode(filepath.Join(cfg.State, "lazyfs"), filepath.Join(filepath.Dir(exe), "minicri-lazyfs"))
+	if err != nil {
+		return nil, err
 	}
 	store, err := image.New(image.Config{
 		Root:               filepath.Join(cfg.Root, "images"),
@@ -291,6 +303,8 @@ func newImageStore(cfg config.Config, obs image.PullObserver, log *slog.Logger) 
 		MaxEntries:         cfg.Registry.MaxEntries,
 		Logger:             log,
 		Observer:           obs,
+		LazyPull:           cfg.Image.Lazy,
+		Lazy:               lazyfs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("image store: %w", err)

@@ -11,13 +11,22 @@ import (
 	"github.com/moby/sys/mountinfo"
 )
 
+// lazyUsageTTL is how long FsInfo's count stands while layers are lazily
+// pulled (their caches fill in the background).
+const lazyUsageTTL = 10 * time.Second
+
 // FsInfo reports the bytes (allocated blocks) and inodes used by the store,
-// counting hard-linked files once, and the mountpoint of its filesystem.
+// counting hard-linked files once, and the mountpoint of its filesystem. A
+// lazily pulled layer counts as the bytes its cache holds on disk, not its
+// files (its mount point is not walked).
 func (s *Store) FsInfo() (FsUsage, error) {
 	s.fsMu.Lock()
 	defer s.fsMu.Unlock()
 	gen := s.fsGen.Load()
-	if s.fsCache.valid && s.fsCache.gen == gen {
+	// Lazily pulled layers grow in the background: their count is kept
+	// for lazyUsageTTL only.
+	fresh := !s.hasLazy() || time.Since(time.Unix(0, s.fsCache.usage.Timestamp)) < lazyUsageTTL
+	if s.fsCache.valid && s.fsCache.gen == gen && fresh {
 		u := s.fsCache.usage
 		u.Timestamp = time.Now().UnixNano()
 		return u, nil
@@ -34,7 +43,11 @@ func (s *Store) walkUsage() (FsUsage, error) {
 	u := FsUsage{Timestamp: time.Now().UnixNano()}
 	type key struct{ dev, ino uint64 }
 	seen := map[key]bool{}
+	lazyRoot := filepath.Join(s.cfg.Root, "lazy")
 	err := filepath.WalkDir(s.cfg.Root, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() && d.Name() == "mnt" && filepath.Dir(filepath.Dir(p)) == lazyRoot {
+			return fs.SkipDir // a lazy layer's files: its cache is counted
+		}
 		if err != nil {
 			if os.IsNotExist(err) {
 				return nil // removed while we walk

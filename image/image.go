@@ -68,6 +68,12 @@ type Config struct {
 	// ProgressInterval is how often a running pull logs its progress;
 	// 0 means 10s.
 	ProgressInterval time.Duration
+	// LazyPull serves the layers of eStargz images through Lazy instead
+	// of unpacking them (lazylayer.go); Lazy, the node's minicri-lazyfs,
+	// also unmounts and mounts again the lazily pulled layers of the
+	// records when LazyPull is off.
+	LazyPull bool
+	Lazy     LazyServer
 	// Platform selects the manifest of an index; nil means the host's.
 	Platform *v1.Platform
 	// MaxLayerSize bounds what one layer may unpack to, in bytes as the
@@ -139,6 +145,13 @@ type layerRecord struct {
 	// them, see lowerlink.go), so it is this chain's, not every image's
 	// with this diff ID.
 	ChainID string `json:"chain_id,omitempty"`
+	// TOCDigest is the manifest's eStargz TOC digest of the layer, if any.
+	TOCDigest string `json:"toc_digest,omitempty"`
+	// Lazy: the layer is served by lazyfs at its lazy mount point
+	// (lazylayer.go), not unpacked; Ref is the reference it was pulled by,
+	// to mount it again after a restart.
+	Lazy bool   `json:"lazy,omitempty"`
+	Ref  string `json:"ref,omitempty"`
 }
 
 // dirKey names the layer's directory: its chain ID or its diff ID.
@@ -199,6 +212,13 @@ type Store struct {
 	ratioAllowance int64 // see pullLimits
 
 	flights flightGroup
+
+	// lazyMounted: the layers (blob digests) lazyfs serves for this store
+	// now (under mu); mounts hold lazyMu for reading (concurrent
+	// prefetches), collectLazy for writing (no mount under way while it
+	// decides what no one uses and unmounts it).
+	lazyMounted map[string]bool
+	lazyMu      sync.RWMutex
 
 	// FsInfo walks the store only when its content changed (generation).
 	fsGen   atomic.Uint64
@@ -292,6 +312,8 @@ func emptyStore(cfg Config) *Store {
 		leased:  map[string]*record{},
 		pending: map[string]int{},
 		removed: map[string]*record{},
+
+		lazyMounted: map[string]bool{},
 
 		recovering: true,
 
@@ -432,6 +454,10 @@ func (s *Store) image(r *record) Image {
 		}
 	}
 	for _, l := range r.Layers {
+		if l.Lazy {
+			img.Layers = append(img.Layers, s.lazyMount(l.Digest))
+			continue
+		}
 		img.Layers = append(img.Layers, s.layerPath(l.dirKey()))
 	}
 	return img
@@ -506,6 +532,9 @@ func (s *Store) Status(ref string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
+	if err := s.runnableLocked(r); err != nil {
+		return Image{}, err
+	}
 	return s.image(r), nil
 }
 
@@ -536,6 +565,8 @@ func (s *Store) List(filter string) ([]Image, error) {
 			}
 		}
 	}
+	// An image with a lazily pulled layer not served is not there to run.
+	out = slices.DeleteFunc(out, func(img Image) bool { return s.runnableLocked(s.images[img.ID]) != nil })
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
@@ -545,7 +576,7 @@ func (s *Store) List(filter string) ([]Image, error) {
 // that is not there is not an error.
 func (s *Store) Remove(ref string) error {
 	trash, err := s.remove(ref)
-	err = errors.Join(err, purge(trash))
+	err = errors.Join(err, purge(trash), s.collectLazy())
 	s.fsGen.Add(1)
 	return err
 }
@@ -602,7 +633,7 @@ func (s *Store) FinishRecovery() error {
 	clear(s.removed)
 	trash, err := s.gcLocked()
 	s.mu.Unlock()
-	err = errors.Join(append(errs, err, purge(trash))...)
+	err = errors.Join(append(errs, err, purge(trash), s.collectLazy())...)
 	s.fsGen.Add(1)
 	return err
 }
@@ -612,7 +643,7 @@ func (s *Store) GC() error {
 	s.mu.Lock()
 	trash, err := s.gcLocked()
 	s.mu.Unlock()
-	err = errors.Join(err, purge(trash))
+	err = errors.Join(err, purge(trash), s.collectLazy())
 	s.fsGen.Add(1)
 	return err
 }
@@ -629,10 +660,9 @@ func purge(trash []string) error {
 	return errors.Join(errs...)
 }
 
-// gcLocked removes unused blobs and moves unused layer directories aside
-// (to .tmp-rm-*, which New also removes); the caller purges those after
-// unlocking. s.mu held.
-func (s *Store) gcLocked() (trash []string, _ error) {
+// usedLocked is what the records, leases and pulls under way use: image
+// IDs, blob digests (layers' too) and "layer:<dir key>"s. s.mu held.
+func (s *Store) usedLocked() map[string]bool {
 	used := map[string]bool{}
 	mark := func(r *record) {
 		used[r.ID] = true
@@ -657,6 +687,14 @@ func (s *Store) gcLocked() (trash []string, _ error) {
 	for k := range s.pending {
 		used[k] = true
 	}
+	return used
+}
+
+// gcLocked removes unused blobs and moves unused layer directories aside
+// (to .tmp-rm-*, which New also removes); the caller purges those after
+// unlocking. s.mu held.
+func (s *Store) gcLocked() (trash []string, _ error) {
+	used := s.usedLocked()
 	var errs []error
 	ents, err := os.ReadDir(s.layDir)
 	if err != nil {

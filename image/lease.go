@@ -35,6 +35,9 @@ func (s *Store) Acquire(ref, holder string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
+	if err := s.runnableLocked(r); err != nil && !s.recovering {
+		return Image{}, err // recovered containers run on the overlays they have
+	}
 	if s.leases[r.ID] == nil {
 		s.leases[r.ID] = map[string]bool{}
 	}
@@ -51,7 +54,7 @@ func (s *Store) Acquire(ref, holder string) (Image, error) {
 // uses any more. A holder without leases is no error.
 func (s *Store) Release(holder string) error {
 	trash, err := s.release(holder)
-	return errors.Join(err, purge(trash))
+	return errors.Join(err, purge(trash), s.collectLazyNow())
 }
 
 func (s *Store) release(holder string) ([]string, error) {

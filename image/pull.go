@@ -25,6 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/minicri/minicri/lazy"
 )
 
 // placeholderHost is the registry host go-containerregistry sees.
@@ -570,6 +572,9 @@ func (p *puller) addLayers(rec *record, m *v1.Manifest, diffIDs []v1.Hash) error
 		rec.Layers = append(rec.Layers, layerRecord{
 			Digest: l.Digest.String(), DiffID: diffIDs[i].String(), MediaType: string(l.MediaType), Size: l.Size,
 		})
+		if p.s.cfg.LazyPull { // lazy pulls off: records as they were
+			rec.Layers[i].TOCDigest = l.Annotations[lazy.TOCDigestAnnotation]
+		}
 		rec.Size += uint64(l.Size)
 	}
 	for i, l := range rec.Layers {
@@ -597,10 +602,14 @@ func (p *puller) fetchLayers(ctx context.Context, rec *record) error {
 		return err
 	}
 	for i := range rec.Layers {
-		if d, ok := p.layerDir(rec.Layers, i); !ok {
-			return fmt.Errorf("layer %s removed during the pull; try again", rec.Layers[i].DiffID)
-		} else if d != p.s.layerPath(rec.Layers[i].DiffID) {
-			rec.Layers[i].ChainID = p.chains[i]
+		l := &rec.Layers[i]
+		switch d, ok := p.layerDir(rec.Layers, i); {
+		case !ok:
+			return fmt.Errorf("layer %s removed during the pull; try again", l.DiffID)
+		case d == p.s.lazyMount(l.Digest):
+			l.Lazy, l.Ref = true, p.ref.String()
+		case d != p.s.layerPath(l.DiffID):
+			l.ChainID = p.chains[i]
 		}
 	}
 	return nil
@@ -622,6 +631,9 @@ func (p *puller) layerDir(layers []layerRecord, i int) (string, bool) {
 		}
 	}
 	d := p.s.layerPath(layers[i].DiffID)
+	if !exists(d) && p.s.isLazy(layers[i].Digest) {
+		return p.s.lazyMount(layers[i].Digest), true
+	}
 	return d, exists(d)
 }
 
@@ -716,6 +728,13 @@ func (p *puller) ensureLayer(ctx context.Context, ps *progressSet, layers []laye
 	s, l := p.s, layers[i]
 	if _, ok := p.layerDir(layers, i); ok {
 		return nil
+	}
+	if l.TOCDigest != "" { // set with lazy pulls on only
+		err := s.mountLazy(ctx, p.ref.String(), p.auth, l)
+		if err == nil || contextErr(ctx) != nil {
+			return err
+		}
+		s.log.Warn("image: layer pulled whole, not lazily", "image", p.ref.String(), "layer", l.Digest, "error", err)
 	}
 	lowers := p.lowersOf(layers, i)
 	if f, err := os.Open(s.blobPath(l.Digest)); err == nil {

@@ -42,6 +42,9 @@ var (
 	ErrUnavailable = errors.New("layer blob unavailable")
 	// ErrClosed is a layer read after Close.
 	ErrClosed = errors.New("layer closed")
+	// ErrBadName is a TOC entry whose name or hard link target a full pull
+	// would refuse or place elsewhere: the layer is pulled whole.
+	ErrBadName = errors.New("bad entry name")
 )
 
 // Options configure a layer.
@@ -184,8 +187,9 @@ const maxTOCJSON = 256 << 20
 
 // checkTOCSize bounds the TOC before estargz reads it whole and into
 // memory: its compressed bytes (maxTOCKeep) and, decompressing it once
-// without keeping it, its JSON (maxTOCJSON): a TOC is the image author's,
-// and the manifest's digest does not bound its size.
+// keeping only its names, its JSON (maxTOCJSON): a TOC is the image
+// author's, and the manifest's digest does not bound its size. The names
+// must pass checkNames.
 func checkTOCSize(ra *tailReaderAt, tocOff, footer int64) error {
 	n := ra.size - footer - tocOff
 	if tocOff < 0 || n <= 0 || n > maxTOCKeep {
@@ -199,14 +203,30 @@ func checkTOCSize(ra *tailReaderAt, tocOff, footer int64) error {
 	if err != nil {
 		return fmt.Errorf("TOC: %w", err)
 	}
-	m, err := io.Copy(io.Discard, io.LimitReader(zr, maxTOCJSON+1))
-	if err != nil {
-		return fmt.Errorf("TOC: %w", err)
-	}
-	if m > maxTOCJSON {
+	cr := &countReader{r: io.LimitReader(zr, maxTOCJSON+1)}
+	entries, perr := readRawTOC(cr)
+	_, err = io.Copy(io.Discard, cr) // the size first, whatever the parse said
+	switch {
+	case cr.n > maxTOCJSON:
 		return fmt.Errorf("a TOC of more than %d bytes decompressed", maxTOCJSON)
+	case err != nil:
+		return fmt.Errorf("TOC: %w", err)
+	case perr != nil:
+		return fmt.Errorf("TOC: %w", perr)
 	}
-	return nil
+	return checkNames(entries)
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // index lists every chunk of every regular file, in blob order, and groups

@@ -194,6 +194,9 @@ func (s *Server) open(ctx context.Context, spec MountSpec) (*Mounted, error) {
 	return m, nil
 }
 
+// notServed ends the error of an unmount of what the server does not serve.
+const notServed = "not served"
+
 // unmount stops serving mountpoint; detach lets go at once and closes the
 // layer once the kernel has (a busy mount point fails without it).
 func (s *Server) unmount(mountpoint string, detach bool) error {
@@ -201,7 +204,7 @@ func (s *Server) unmount(mountpoint string, detach bool) error {
 	sv, ok := s.mounts[mountpoint]
 	if !ok || sv.m == nil {
 		s.mu.Unlock()
-		return fmt.Errorf("%s: not served", mountpoint)
+		return fmt.Errorf("%s: %s", mountpoint, notServed)
 	}
 	delete(s.mounts, mountpoint)
 	s.mu.Unlock()

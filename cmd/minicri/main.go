@@ -19,14 +19,18 @@ func main() {
 	root := fs.String("root", "", "persistent state directory (overrides the config file)")
 	state := fs.String("state", "", "volatile state directory (overrides the config file)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides the config file)")
+	lazy := fs.Bool("lazy-pulls", false, "mount eStargz layers lazily, [image] lazy (overrides the config file when given)")
 	fs.Usage = func() {
 		_, _ = fmt.Fprintf(fs.Output(), "usage: minicri [flags] [config]\n\n  config\tprint the effective configuration as TOML\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(os.Args[1:]) // flag.ExitOnError: Parse exits on a bad flag
 
-	explicit := false
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
+	explicit, lazySet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		explicit = explicit || f.Name == "config"
+		lazySet = lazySet || f.Name == "lazy-pulls"
+	})
 	cfg, err := config.Load(*cfgPath, !explicit)
 	if err != nil {
 		fatal(err)
@@ -35,6 +39,9 @@ func main() {
 		if v != "" {
 			*dst = v
 		}
+	}
+	if lazySet {
+		cfg.Image.Lazy = *lazy
 	}
 	switch fs.Arg(0) {
 	case "":

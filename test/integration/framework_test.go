@@ -39,6 +39,7 @@ type instance struct {
 	binDirs          []string
 	noDefaultNetwork bool
 	registry         bool   // mirrors point at the test registry (withRegistry)
+	lazyPulls        bool   // [image] lazy = true (withLazyPulls, lazy_test.go)
 	handler          string // RuntimeClass handler of every pod (runtimeclass_test.go)
 	nriValidator     string // the [nri.default_validator] table's lines (withNRIValidator)
 	bin              string // minicri binary (default minicriBin: MINICRI_BIN or bin/minicri)
@@ -99,7 +100,7 @@ func newInstance(t *testing.T, opts ...option) *instance {
 	}
 	cfg := fmt.Sprintf("cgroup_parent = %q\n[network]\nconf_dir = %q\nbin_dirs = %s\ndefault_name = %q\ndefault_bridge = %q\ndefault_subnet = %q\ndefault_network = %v\n",
 		i.cgParent, i.confDir, binDirs, i.netName, i.bridge, i.subnet, !i.noDefaultNetwork) +
-		fmt.Sprintf("[registry]\nconfig_path = %q\n", hostsDir) +
+		fmt.Sprintf("[registry]\nconfig_path = %q\n[image]\nlazy = %v\n", hostsDir, i.lazyPulls) +
 		fmt.Sprintf("[nri]\nsocket_path = %q\nplugin_path = %q\nplugin_config_path = %q\n",
 			i.nriSocket(), filepath.Join(dir, "nri", "plugins"), filepath.Join(dir, "nri", "conf.d")) +
 		i.nriValidatorConfig() + i.runtimesConfig()
