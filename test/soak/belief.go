@@ -10,22 +10,22 @@ import (
 
 // pod is what the client believes of one pod it made.
 type pod struct {
-	slot     int
-	name     string // metadata name, also the "soak.uid" label
-	id       string
-	info     podInfo
+	slot int
+	name string // metadata name, also the "soak.uid" label
+	id   string
+	info podInfo
 	// The pause and the monitor (containerd: the shim) by pid and start time.
 	pauseRef, monitorRef procRef
-	logDir   string
-	logger   string // container that logs numbered lines, never stopped until teardown
+	logDir               string
+	logger               string // container that logs numbered lines, never stopped until teardown
 	// The logger's setup (its httpd and page) ran between these; a full
 	// root then leaves the pod nothing to serve.
 	setupFrom, setupBy time.Time
-	exiter   string // container that exits with exitCode after exitAfter
-	exitCode int32
-	exitFrom time.Time // the exiter exits between exitFrom (its exit time
-	exitAt   time.Time // were it started at once) and exitAt (at its start's answer)
-	procs    []procRef // the containers' inits, by pid and start time
+	exiter             string // container that exits with exitCode after exitAfter
+	exitCode           int32
+	exitFrom           time.Time // the exiter exits between exitFrom (its exit time
+	exitAt             time.Time // were it started at once) and exitAt (at its start's answer)
+	procs              []procRef // the containers' inits, by pid and start time
 
 	faulted atomic.Bool // its monitor was killed
 	steady  atomic.Bool // set up and probed: a monitor kill may pick it
