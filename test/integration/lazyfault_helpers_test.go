@@ -100,12 +100,15 @@ func (li *lazyImage) streams(t *testing.T, p string) [][2]int64 {
 	return out
 }
 
-// refuseFile is an intercept answering 503 to each ranged GET of the
-// layer's blob that asks for a byte of file p while *on, counting them in
-// refused: the file stays unfetched (the background fetch retries).
-func (li *lazyImage) refuseFile(t *testing.T, p string, on *atomic.Bool, refused *atomic.Int32) func(http.ResponseWriter, *http.Request) bool {
+// refuseFile makes the registry answer 503 to each ranged GET of the
+// layer's blob that asks for a byte of file p, while on holds (true until
+// the test says otherwise), counting them in refused: the file stays
+// unfetched (the background fetch retries).
+func (li *lazyImage) refuseFile(t *testing.T, p string) (on *atomic.Bool, refused *atomic.Int32) {
 	ss := li.streams(t, p)
-	return func(w http.ResponseWriter, r *http.Request) bool {
+	on, refused = new(atomic.Bool), new(atomic.Int32)
+	on.Store(true)
+	li.srv.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool {
 		br, ok := fixture.ParseBlobRange(r)
 		if !ok || br.Digest != li.layer || !on.Load() {
 			return false
@@ -118,7 +121,8 @@ func (li *lazyImage) refuseFile(t *testing.T, p string, on *atomic.Bool, refused
 			}
 		}
 		return false
-	}
+	})
+	return on, refused
 }
 
 // fileSum is the sha256 (hex) of EStargzFiles' file p (without "/").

@@ -105,10 +105,7 @@ func bigBin(t *testing.T) []byte {
 // afterwards.
 func TestLazyRegistryGoneAndBack(t *testing.T) {
 	li := newLazyImage(t)
-	var refusing atomic.Bool
-	var refused atomic.Int32
-	refusing.Store(true)
-	li.srv.SetIntercept(li.refuseFile(t, "lazy/big.bin", &refusing, &refused))
+	_, refused := li.refuseFile(t, "lazy/big.bin")
 	fuseBefore := fuseConnections(t)
 	i := newInstance(t, withRegistry(), withLazyPulls())
 	lazyfs := killLazyfsAtEnd(t, i)
@@ -283,10 +280,7 @@ func waitRound(t *testing.T, logPath string, want map[string]string, n int, with
 // running and its log keeps growing right. Nothing is left afterwards.
 func TestLazyKill9WhileReading(t *testing.T) {
 	li := newLazyImage(t)
-	var refusing atomic.Bool
-	var refused atomic.Int32
-	refusing.Store(true)
-	li.srv.SetIntercept(li.refuseFile(t, "lazy/big.bin", &refusing, &refused))
+	refusing, refused := li.refuseFile(t, "lazy/big.bin")
 	files := []string{"/lazy/hello.txt", "/lazy/sub/note", "/lazy/run.sh", "/lazy/big.bin"}
 	want := map[string]string{}
 	for _, f := range files {
