@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // BlobReader reads a layer blob by ranges: the compressed bytes as the
@@ -26,13 +27,22 @@ var ErrRangeRefused = errors.New("range request refused")
 // maxRangeError bounds the error body read from a registry.
 const maxRangeError = 4 << 10
 
+// ErrStalled is a range request given up because the registry sent no byte
+// for HTTPBlob.Stall (no answer, or a body that stopped).
+var ErrStalled = errors.New("registry stalled")
+
 // HTTPBlob reads a blob at URL by HTTP range requests through Client
-// (http.DefaultClient when nil), sending Header with each.
+// (http.DefaultClient when nil), sending Header with each. A request that
+// gets no byte for Stall (0: no bound) fails with ErrStalled: a registry
+// that accepted it and went away (a wedged proxy, a partition) never
+// answers it, and a caller without a deadline (the background fetch) would
+// wait on it for ever instead of asking again.
 type HTTPBlob struct {
 	URL    string
 	Header http.Header
 	Client *http.Client
 	Len    int64
+	Stall  time.Duration
 }
 
 // Size is the blob's length, as the manifest says.
@@ -44,6 +54,10 @@ func (b *HTTPBlob) ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 		return 0, fmt.Errorf("blob read at %d of %d bytes: %w", off, b.Len, io.EOF)
 	}
 	want := min(int64(len(p)), b.Len-off)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watch := newStallTimer(b.Stall, cancel)
+	defer watch.stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.URL, nil)
 	if err != nil {
 		return 0, fmt.Errorf("blob request: %w", err)
@@ -54,15 +68,16 @@ func (b *HTTPBlob) ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+want-1))
 	resp, err := b.client().Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("blob range %d+%d: %w", off, want, err)
+		return 0, fmt.Errorf("blob range %d+%d: %w", off, want, stallCause(ctx, err))
 	}
 	defer resp.Body.Close()
+	watch.progress()
 	if err := checkRange(resp, off, want, b.Len); err != nil {
 		return 0, err
 	}
-	n, err := io.ReadFull(resp.Body, p[:want])
+	n, err := io.ReadFull(progressReader{resp.Body, watch}, p[:want])
 	if err != nil {
-		return n, fmt.Errorf("blob range %d+%d: %w", off, want, err)
+		return n, fmt.Errorf("blob range %d+%d: %w", off, want, stallCause(ctx, err))
 	}
 	if want < int64(len(p)) {
 		return n, io.EOF

@@ -171,6 +171,14 @@ func (s *Server) open(ctx context.Context, spec MountSpec) (*Mounted, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hb, ok := blob.(*HTTPBlob); ok && hb.Stall == 0 {
+		// The background fetch has no deadline: a request the registry
+		// never answers is given up as a read's would be, and asked again.
+		hb.Stall = DefaultFetchTimeout
+		if spec.FetchTimeout > 0 {
+			hb.Stall = spec.FetchTimeout
+		}
+	}
 	opts := Options{Dir: spec.Dir, TOCDigest: digest.Digest(spec.TOCDigest), FetchTimeout: spec.FetchTimeout,
 		Log: s.log.With("mountpoint", spec.Mountpoint)}
 	l, err := Open(ctx, blob, opts)
