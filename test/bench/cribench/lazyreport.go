@@ -98,9 +98,10 @@ func printLazyTable(img, link string, runs []string, res map[string][]*lazyResul
 	}
 }
 
-// lazyRatio is med[i]/med[j], "-" when either run is missing.
+// lazyRatio is med[i]/med[j], "-" when either run is missing or med[j] is under a
+// millisecond (both lines seen by the same poll).
 func lazyRatio(med []float64, i, j int) string {
-	if i >= len(med) || j >= len(med) {
+	if i >= len(med) || j >= len(med) || med[j] < 1 {
 		return "-"
 	}
 	return ratio(med[i], med[j])
