@@ -91,17 +91,7 @@ cleanup_host() {
 	return $rc
 }
 
-on_exit() {
-	local rc=$?
-	instance_stop || { log "FAIL: minicri did not stop cleanly or left something behind"; rc=1; }
-	ctrd_stop || { log "FAIL: containerd did not stop cleanly or left something behind"; rc=1; }
-	cleanup_host || rc=1
-	[ $rc -eq 0 ] || log "FAILED (exit $rc); logs in $OUT/"
-	exit $rc
-}
-trap on_exit EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps "$OUT/"
 
 # run_start RUN REGISTRY_ARGS: start the runtime of RUN on a fresh directory and registry;
 # sets ENDPOINT and CGROUP.

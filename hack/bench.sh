@@ -94,17 +94,7 @@ cleanup_host() {
 	return $rc
 }
 
-on_exit() {
-	local rc=$?
-	instance_stop || { log "FAIL: minicri did not stop cleanly or left something behind"; rc=1; }
-	ctrd_stop || { log "FAIL: containerd did not stop cleanly or left something behind"; rc=1; }
-	cleanup_host || rc=1
-	[ $rc -eq 0 ] || log "FAILED (exit $rc); logs in $OUT/{minicri,containerd,containerd2}/"
-	exit $rc
-}
-trap on_exit EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps "$OUT/{minicri,containerd,containerd2}/"
 
 # cpu_cgroup RT: a fresh cpuacct cgroup for runtime RT's daemon ("" without cgroup v1
 # cpuacct: the CPU figures then read 0).
