@@ -21,6 +21,8 @@
 #                     checkpoint/restore (BENCH_CKPT=0 skips)
 #   make bench-scale  110 pods through the kubelet (test/cluster, 1 node) + exec probes, vs containerd (~20 min)
 #   make bench-ckpt   checkpoint/restore of a counter and a 500 MiB process, pod migration
+#   make bench-lazy   lazy pulls: PullImage to first log line and to done, eStargz 1 GiB and 50 MB,
+#                     minicri lazy / full, containerd 2.4 / + stargz-snapshotter (hack/bench-lazy.sh)
 #                     between two private instances (~45 s)
 #   make vmtest-ci    a cgroup v2 + systemd + AppArmor guest (QEMU, Debian 12's kernel):
 #                     node shape, integration + critest subsets, minicri's systemd unit
@@ -61,7 +63,7 @@ export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all check integration-short deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt bench-scale clean FORCE
 .PHONY: conformance-ci-specs cluster cluster-down cluster-netcheck cluster-scale cluster-test conformance-ci
-.PHONY: bench-ab e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall soak soak-ci soak-containerd
+.PHONY: bench-lazy bench-ab e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall soak soak-ci soak-containerd
 
 all: build
 
@@ -288,6 +290,15 @@ BENCH_AB_ROUNDS ?= 3
 bench-ab: build
 	@hack/deps.sh install bench-ab
 	hack/bench-ab.sh $(BENCH_AB_REV) $(BENCH_AB_ROUNDS)
+
+# Lazy pulls (issue 21): cold starts of eStargz images from a throttled registry, minicri
+# lazy and whole, containerd 2.4 with overlayfs and with stargz-snapshotter (hack/bench-lazy.sh;
+# BENCH_LAZY_IMAGES, BENCH_LAZY_ROUNDS, BENCH_LAZY_RATE, BENCH_LAZY_LATENCY, ...).
+bench-lazy: build
+	BENCH_TOOLS_STARGZ=1 hack/bench-tools.sh $(CURDIR)/$(OUT)/bench/bin2 >/dev/null
+	@hack/deps.sh install bench-lazy
+	$(GO) build -o $(OUT)/bin/cribench ./test/bench/cribench
+	hack/bench-lazy.sh $(OUT)/bin/cribench
 
 # Checkpoint/restore and pod migration (two instances) times of minicri alone; `make bench`
 # runs the same with the migration within one instance.

@@ -16,6 +16,10 @@
 #      pod migration within one instance, 5 rounds each, ~40 s (cribench ckpt; the same
 #      as `make bench-ckpt`; BENCH_CKPT=0 skips it); appended to the report
 #   5. the comparison table                              (test/bench/cribench report)
+#   6. lazy pulls: hack/bench-lazy.sh (make bench-lazy) on the 1 GiB eStargz image only,
+#      BENCH_PULLS rounds: PullImage to first log line and to done, minicri lazy and whole,
+#      containerd 2.4 with overlayfs and with stargz-snapshotter; its table appended to the
+#      report (BENCH_LAZY=0 skips; make bench-lazy adds the 50 MB image)
 #
 # minicri: hack/instance.sh (bridge mcri-bn0, 10.198.0.0/16, cgroup parent /minicri-bench).
 # containerd 1.6 and 2.4: hack/containerd.sh (bridge ctrd-bn0, 10.197.0.0/16, cgroup parent
@@ -32,6 +36,7 @@ shift
 PULLS=${BENCH_PULLS:-3}
 SCALE=${BENCH_SCALE:-110}
 CKPT=${BENCH_CKPT:-1}
+LAZY=${BENCH_LAZY:-1}
 EXEC_WINDOW=${BENCH_EXEC_WINDOW:-2m}
 OUT=$ROOT/_output/bench
 RES=$OUT/results
@@ -89,17 +94,7 @@ cleanup_host() {
 	return $rc
 }
 
-on_exit() {
-	local rc=$?
-	instance_stop || { log "FAIL: minicri did not stop cleanly or left something behind"; rc=1; }
-	ctrd_stop || { log "FAIL: containerd did not stop cleanly or left something behind"; rc=1; }
-	cleanup_host || rc=1
-	[ $rc -eq 0 ] || log "FAILED (exit $rc); logs in $OUT/{minicri,containerd,containerd2}/"
-	exit $rc
-}
-trap on_exit EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps "$OUT/{minicri,containerd,containerd2}/"
 
 # cpu_cgroup RT: a fresh cpuacct cgroup for runtime RT's daemon ("" without cgroup v1
 # cpuacct: the CPU figures then read 0).
@@ -198,9 +193,16 @@ if [ "$CKPT" = 1 ]; then
 	rt_stop minicri
 fi
 
+# ---- 6. lazy pulls (its own instances, bridges and registries; a table of its own) ---
+if [ "$LAZY" = 1 ]; then
+	log "== 6. lazy pulls: hack/bench-lazy.sh, 1 GiB eStargz image, $PULLS round(s)"
+	BENCH_LAZY_IMAGES=1g BENCH_LAZY_ROUNDS=$PULLS "$ROOT/hack/bench-lazy.sh" "$CRIBENCH" >/dev/null
+fi
+
 # ---- 5. report -----------------------------------------------------------------------
 "$CRIBENCH" report -dir "$RES" -runtimes "$(IFS=,; echo "${RUNTIMES[*]}")" | tee "$OUT/report.txt"
 [ "$CKPT" != 1 ] || tee -a "$OUT/report.txt" <"$OUT/ckpt.txt"
+[ "$LAZY" != 1 ] || tee -a "$OUT/report.txt" <"$ROOT/_output/bench-lazy/report.txt"
 if [ -f "$ROOT/_output/bench-scale/report.txt" ]; then # make bench-scale's last table (not run here)
 	echo "(the last make bench-scale, $(date -u -r "$ROOT/_output/bench-scale/report.txt" +%FT%RZ):)"
 	cat "$ROOT/_output/bench-scale/report.txt"

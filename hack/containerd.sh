@@ -27,7 +27,11 @@
 #         containerd, its containerd-shim-runc-v2 and runc, e.g. containerd 2.4 from
 #         hack/bench-tools.sh: put first on containerd's PATH; 2.x migrates the version 2
 #         config at load), CTRD_CPU_CGROUP (a cgroup v1 cpuacct directory to start
-#         containerd in, so its and its shims' CPU time can be read).
+#         containerd in, so its and its shims' CPU time can be read), CTRD_STARGZ (the
+#         containerd-stargz-grpc of hack/bench-tools.sh: started in containerd's mount
+#         namespace before it, as its proxy snapshotter "stargz", which the CRI plugin then
+#         uses, with snapshot annotations, so pulls local; its mirror is the test registry;
+#         stopped after containerd, SIGTERM: it unmounts its layers).
 # Outputs (set by ctrd_start): CTRD_TMP CTRD_SOCK CTRD_ENDPOINT CTRD_PID CTRD_LOG
 #         CTRD_CGROUP CTRD_REGISTRY (host:port of its test registry)
 
@@ -41,6 +45,7 @@ CTRD_REGISTRY_PID=
 CTRD_REGISTRY=
 CTRD_BRIDGE=
 CTRD_CGROUP=
+CTRD_STARGZ=${CTRD_STARGZ:-}
 
 ctrd__log() { echo "containerd.sh: $*" >&2; }
 
@@ -149,7 +154,7 @@ ctrd__write_config() {
 		      conf_dir = "$t/net.d"
 		      max_conf_num = 1
 		    [plugins."io.containerd.grpc.v1.cri".containerd]
-		      snapshotter = "overlayfs"
+		      $(ctrd__snapshotter_config)
 		      default_runtime_name = "runc"
 		      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
 		        runtime_type = "io.containerd.runc.v2"
@@ -160,6 +165,52 @@ ctrd__write_config() {
 		    [plugins."io.containerd.grpc.v1.cri".registry]
 		      config_path = "$t/certs.d"
 	EOF
+}
+
+# ctrd__snapshotter_config: the CRI plugin's snapshotter lines (in ctrd__write_config).
+ctrd__snapshotter_config() {
+	if [ -z "$CTRD_STARGZ" ]; then
+		echo 'snapshotter = "overlayfs"'
+	else
+		printf 'snapshotter = "stargz"\n      disable_snapshot_annotations = false'
+	fi
+}
+
+# ctrd__write_stargz_config: the proxy plugin in containerd's config, and the snapshotter's
+# own config: the test registry as the mirror of docker.io (plain HTTP).
+ctrd__write_stargz_config() {
+	local t=$CTRD_TMP
+	[ -n "$CTRD_STARGZ" ] || return 0
+	mkdir -p "$t/stargz"
+	cat >>"$t/config.toml" <<-EOF
+
+		[proxy_plugins]
+		  [proxy_plugins.stargz]
+		    type = "snapshot"
+		    address = "$t/stargz/stargz.sock"
+		    [proxy_plugins.stargz.exports]
+		      root = "$t/stargz/root/"
+		      enable_remote_snapshot_annotations = "true"
+	EOF
+	cat >"$t/stargz.toml" <<-EOF
+		# containerd-stargz-grpc for make bench-lazy (hack/containerd.sh)
+		[[resolver.host."docker.io".mirrors]]
+		  host = "$CTRD_REGISTRY"
+		  insecure = true
+	EOF
+}
+
+# ctrd__stargz_stop: SIGTERM to the snapshotter (after containerd; its pid in
+# <tmp>/stargz.pid); 1 if it had to be killed.
+ctrd__stargz_stop() {
+	local pid
+	[ -s "$CTRD_TMP/stargz.pid" ] || return 0 # CTRD_STARGZ may have been set for ctrd_start only
+	pid=$(cat "$CTRD_TMP/stargz.pid")
+	proc_alive "$pid" || return 0
+	ctrd__log "stopping containerd-stargz-grpc (pid $pid)"
+	proc_term "$pid" 10 && return 0
+	ctrd__log "containerd-stargz-grpc did not exit within 10s of SIGTERM"
+	return 1
 }
 
 # ctrd_start NAME BRIDGE SUBNET [TAG]
@@ -185,9 +236,18 @@ ctrd_start() {
 	runc_bin=$(command -v runc)
 	[ -z "$bindir" ] || runc_bin=$bindir/runc
 	CTRD_RUNC=$runc_bin ctrd__write_config "ctrd-$name" "$bridge" "$subnet"
+	ctrd__write_stargz_config
+	# With CTRD_STARGZ ($4), the snapshotter starts first in the same mount namespace (its
+	# FUSE mounts are the overlay lowers containerd's shims mount) and serves its socket.
 	setsid unshare --mount --propagation private -- /bin/sh -c \
-		'[ -z "$2" ] || echo $$ >"$2/cgroup.procs" || exit 1; [ -z "$3" ] || PATH=$3:$PATH; mount --bind "$1/run" /run && exec containerd --config "$1/config.toml" --root "$1/root" --state "$1/state" --address "$1/containerd.sock" --log-level info' \
-		sh "$CTRD_TMP" "${CTRD_CPU_CGROUP:-}" "$bindir" </dev/null >"$CTRD_LOG" 2>&1 &
+		'[ -z "$2" ] || echo $$ >"$2/cgroup.procs" || exit 1; [ -z "$3" ] || PATH=$3:$PATH; mount --bind "$1/run" /run || exit 1
+		if [ -n "$4" ]; then
+			"$4" -address "$1/stargz/stargz.sock" -root "$1/stargz/root" -config "$1/stargz.toml" >"$1/stargz.log" 2>&1 &
+			echo $! >"$1/stargz.pid"
+			i=0; while [ ! -S "$1/stargz/stargz.sock" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+		fi
+		exec containerd --config "$1/config.toml" --root "$1/root" --state "$1/state" --address "$1/containerd.sock" --log-level info' \
+		sh "$CTRD_TMP" "${CTRD_CPU_CGROUP:-}" "$bindir" "$CTRD_STARGZ" </dev/null >"$CTRD_LOG" 2>&1 &
 	CTRD_PID=$!
 	for ((i = 0; i < timeout * 10; i++)); do
 		if ! proc_alive "$CTRD_PID"; then
@@ -245,6 +305,7 @@ ctrd_stop() {
 	fi
 	[ -z "$CTRD_PID" ] || wait "$CTRD_PID" 2>/dev/null || true
 	CTRD_PID=
+	ctrd__stargz_stop || rc=1
 	if [ -n "$CTRD_REGISTRY_PID" ]; then
 		kill -TERM "$CTRD_REGISTRY_PID" 2>/dev/null || true
 		wait "$CTRD_REGISTRY_PID" 2>/dev/null || true
@@ -290,6 +351,7 @@ ctrd_stop() {
 	if [ -n "${CTRD_ARTIFACTS:-}" ]; then
 		mkdir -p "$CTRD_ARTIFACTS"
 		cp "$CTRD_LOG" "$CTRD_TMP/config.toml" "$CTRD_TMP"/net.d/*.conflist "$CTRD_ARTIFACTS/" 2>/dev/null || true
+		[ ! -f "$CTRD_TMP/stargz.log" ] || cp "$CTRD_TMP/stargz.log" "$CTRD_TMP/stargz.toml" "$CTRD_ARTIFACTS/" 2>/dev/null || true
 	fi
 	if [ "${CTRD_KEEP:-0}" = 1 ]; then
 		ctrd__log "keeping $CTRD_TMP"

@@ -39,7 +39,7 @@ CRIU_SOURCES=/etc/apt/sources.list.d/minicri-trixie-src.list
 # packages of the phases of `make test` and `make run` (DEFAULT_PHASES).
 NEEDS=${MINICRI_NEEDS:-$ROOT/hack/needs.txt}
 DEFAULT_PHASES=(deps build vet lint unit fuzz integration soak-ci critest e2e e2e-evented conformance-ci vmtest-ci run)
-DAEMON_PHASES=(run integration soak-ci critest e2e e2e-evented conformance-ci vmtest-ci bench bench-scale bench-ckpt bench-ab cluster conformance vmtest soak)
+DAEMON_PHASES=(run integration soak-ci critest e2e e2e-evented conformance-ci vmtest-ci bench bench-scale bench-ckpt bench-ab bench-lazy cluster conformance vmtest soak)
 # What `make criu` needs: the C part of trixie criu's Build-Depends, from bookworm.
 CRIU_BUILD_DEPS=(build-essential dpkg-dev pkgconf python3 libbsd-dev libcap-dev libgnutls28-dev libnet1-dev
 	libnftables-dev libnl-3-dev libprotobuf-c-dev libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev)

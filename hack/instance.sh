@@ -33,6 +33,10 @@
 #                      until a config appears in "$INSTANCE_TMP/net.d"
 #   INSTANCE_HOSTS_DIR registry hosts.toml directory of a registry someone else runs
 #                      (instead of INSTANCE_REGISTRY)
+#
+# With [image] lazy on, minicri starts minicri-lazyfs (its socket under <state>/lazyfs/),
+# which outlives the daemon by design; instance_stop stops it after minicri (SIGTERM: it
+# unmounts its layers) before the leak check.
 # Outputs (set by instance_start):
 #   INSTANCE_TMP INSTANCE_SOCK INSTANCE_ENDPOINT INSTANCE_NRI_SOCK INSTANCE_LOG INSTANCE_PID INSTANCE_CGROUP
 #   INSTANCE_BRIDGE (deleted by instance_stop)
@@ -173,6 +177,24 @@ instance__registry_start() {
 	return 1
 }
 
+# instance__stop_lazyfs: SIGTERM to the instance's minicri-lazyfs, if one runs (it
+# unmounts or detaches its layers and exits); returns 1 when it had to be killed.
+instance__stop_lazyfs() {
+	local f pid cmd rc=0
+	for f in /proc/[0-9]*/cmdline; do
+		pid=${f#/proc/}
+		pid=${pid%/cmdline}
+		cmd=$({ tr '\0' ' ' <"$f"; } 2>/dev/null) || continue
+		case $cmd in
+		*"--socket $INSTANCE_TMP/state/lazyfs/"*)
+			instance__log "stopping minicri-lazyfs (pid $pid)"
+			proc_term "$pid" 10 || { instance__log "minicri-lazyfs did not exit within 10s of SIGTERM"; rc=1; }
+			;;
+		esac
+	done
+	return $rc
+}
+
 # instance__mounts: mount points at or under the temp dir (mountinfo field 5). The path
 # goes through the environment, not argv, so awk itself never looks like a leaked process.
 instance__mounts() {
@@ -277,6 +299,7 @@ instance_stop() {
 		wait "$INSTANCE_PID" 2>/dev/null || true
 	fi
 	INSTANCE_PID=
+	instance__stop_lazyfs || rc=1
 
 	if [ -n "$INSTANCE_REGISTRY_PID" ]; then
 		kill -TERM "$INSTANCE_REGISTRY_PID" 2>/dev/null || true

@@ -23,3 +23,23 @@ proc_term() {
 	kill -KILL "$pid" 2>/dev/null || true
 	return 1
 }
+
+# bench_traps LOGS: the traps of a benchmark that runs minicri and containerd instances
+# (hack/bench.sh, hack/bench-lazy.sh; hack/instance.sh and hack/containerd.sh sourced): at
+# exit both are stopped, then the script's cleanup_host runs; a failure is logged (the
+# script's log) with where the logs are (LOGS). INT and TERM exit 130 and 143.
+bench_traps() {
+	BENCH__LOGS=$1
+	trap bench__on_exit EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+bench__on_exit() {
+	local rc=$?
+	instance_stop || { log "FAIL: minicri did not stop cleanly or left something behind"; rc=1; }
+	ctrd_stop || { log "FAIL: containerd did not stop cleanly or left something behind"; rc=1; }
+	cleanup_host || rc=1
+	[ $rc -eq 0 ] || log "FAILED (exit $rc); logs in $BENCH__LOGS"
+	exit $rc
+}

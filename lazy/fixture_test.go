@@ -18,6 +18,8 @@ import (
 
 	"github.com/containerd/stargz-snapshotter/estargz"
 	digest "github.com/opencontainers/go-digest"
+
+	"github.com/minicri/minicri/test/registry/fixture"
 )
 
 // testChunk is the chunk size of the test layers: small, so that the big
@@ -177,27 +179,13 @@ func (r *registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	b := *r.blob.Load()
 	time.Sleep(r.latency)
 	if r.rate > 0 {
-		w = &throttled{ResponseWriter: w, rate: r.rate, start: time.Now()}
+		w = fixture.Throttled(w, r.rate)
 	}
 	if r.noRanges.Load() {
 		_, _ = w.Write(b)
 		return
 	}
 	http.ServeContent(w, req, "blob", time.Time{}, bytes.NewReader(b))
-}
-
-// throttled writes at most rate bytes a second on average since start.
-type throttled struct {
-	http.ResponseWriter
-	rate    int64
-	start   time.Time
-	written int64
-}
-
-func (t *throttled) Write(p []byte) (int, error) {
-	t.written += int64(len(p))
-	time.Sleep(time.Until(t.start.Add(time.Duration(t.written * int64(time.Second) / t.rate))))
-	return t.ResponseWriter.Write(p)
 }
 
 // blobReader reads the registry's blob with a client of its own (so that

@@ -25,12 +25,12 @@ type Need struct {
 var Groups = map[string][]string{
 	// every target that runs a minicri daemon
 	"daemon": {"run", "integration", "critest", "e2e", "e2e-evented", "conformance-ci", "vmtest-ci",
-		"bench", "bench-scale", "bench-ckpt", "bench-ab", "cluster", "conformance", "vmtest", "soak-ci", "soak"},
+		"bench", "bench-scale", "bench-ckpt", "bench-ab", "bench-lazy", "cluster", "conformance", "vmtest", "soak-ci", "soak"},
 }
 
 // Phases are the names a row may use: make's targets that check their needs.
 var Phases = []string{"deps", "build", "vet", "lint", "unit", "fuzz", "integration", "critest", "e2e",
-	"e2e-evented", "conformance-ci", "vmtest-ci", "run", "bench", "bench-scale", "bench-ckpt", "bench-ab", "cluster",
+	"e2e-evented", "conformance-ci", "vmtest-ci", "run", "bench", "bench-scale", "bench-ckpt", "bench-ab", "bench-lazy", "cluster",
 	"conformance", "vmtest", "soak-ci", "soak", "soak-containerd"}
 
 // Parse reads a needs file.

@@ -24,17 +24,19 @@ var phasesOf = []struct {
 	{"hack/fuzz.sh", []string{"fuzz"}},
 	{"hack/bench-scale.sh", []string{"bench-scale"}},
 	{"hack/bench-ab.sh", []string{"bench-ab"}},
+	{"hack/bench-lazy.sh", []string{"bench-lazy", "bench"}}, // make bench runs it as a section
+	{"hack/bench-tools.sh", []string{"bench", "bench-lazy", "soak-containerd"}},
 	{"hack/bench", []string{"bench"}},
-	{"hack/containerd.sh", []string{"bench", "bench-scale"}},
+	{"hack/containerd.sh", []string{"bench", "bench-scale", "bench-lazy"}},
 	{"hack/monitor-mem.sh", []string{"bench"}},
 	{"hack/ccalls.sh", []string{"lint"}},
-	{"hack/", []string{"critest", "e2e", "cluster", "conformance-ci", "bench", "bench-ab"}}, // instance.sh, lib.sh
+	{"hack/", []string{"critest", "e2e", "cluster", "conformance-ci", "bench", "bench-ab", "bench-lazy"}}, // instance.sh, lib.sh
 	{"test/critest/", []string{"critest"}},
 	{"test/e2e/", []string{"e2e", "e2e-evented"}},
 	{"test/cluster/", []string{"cluster", "conformance-ci"}},
 	{"test/conformance/", []string{"conformance-ci"}},
 	{"test/vm/", []string{"vmtest-ci"}},
-	{"test/bench/", []string{"bench"}},
+	{"test/bench/", []string{"bench", "bench-lazy"}},
 	{"test/integration/", []string{"integration", "vmtest-ci"}},
 	{"test/registry/", []string{"unit", "integration", "critest", "conformance-ci", "soak-ci", "soak", "soak-containerd"}},
 	{"test/soak/containerd", []string{"soak-containerd"}},
@@ -240,6 +242,7 @@ var indirect = map[string]bool{
 	"bridge":   true, "host-local": true, "portmap": true, "loopback": true, // by libcni
 	"critest":                 true,                                                     // test/critest/run.sh: $CRITEST
 	"containerd-shim-runc-v2": true,                                                     // by containerd (make soak-containerd)
+	"containerd-stargz-grpc":  true,                                                     // hack/containerd.sh: $CTRD_STARGZ
 	"golangci-lint":           true,                                                     // the Makefile's lint target
 	"modprobe":                true, "busybox": true, "dbus-daemon": true, "sudo": true, // in the VM guest
 }

@@ -26,16 +26,21 @@ func main() {
 	hostsDir := flag.String("hosts-dir", "", "if set, write <dir>/<registry>/hosts.toml mirroring "+fmt.Sprint(fixture.MirroredRegistries)+" to this registry")
 	bench := flag.Bool("bench", true, "also publish "+fixture.BenchRef+" (~100 MB)")
 	bench1g := flag.Bool("bench1g", false, "also publish "+fixture.Bench1GRef+" (1 GiB, 10 layers)")
+	lazyBench := flag.Bool("lazy-bench", false, "also publish "+fixture.LazyBenchSmallRef+" (eStargz, 10 layers)")
+	lazyBench1G := flag.Bool("lazy-bench-1g", false, "also publish "+fixture.LazyBench1GRef+" (eStargz, 1 GiB, 10 layers)")
+	latency := flag.Duration("latency", 0, "delay every request's answer this long (make bench-lazy: 20ms)")
+	rate := flag.Int64("rate", 0, "bytes a second each response is limited to, 0: no limit (make bench-lazy: 100000000)")
 	e2eDir := flag.String("e2e-images", "", "if set, also publish the conformance suite's images, built with the agnhost binary and files in this directory (test/conformance/tools.sh)")
 	verbose := flag.Bool("v", false, "log registry requests")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
-	entries, err := fixture.BuildCatalog(fixture.CatalogOptions{CacheDir: *cache, DebPath: *deb, Bench: *bench, Bench1G: *bench1g, E2EDir: *e2eDir, Logf: log.Printf})
+	entries, err := fixture.BuildCatalog(fixture.CatalogOptions{CacheDir: *cache, DebPath: *deb, Bench: *bench, Bench1G: *bench1g,
+		LazyBench: *lazyBench, LazyBench1G: *lazyBench1G, E2EDir: *e2eDir, Logf: log.Printf})
 	if err != nil {
 		log.Fatalf("build images: %v", err)
 	}
-	opts := fixture.Options{}
+	opts := fixture.Options{Latency: *latency, Rate: *rate}
 	if *verbose {
 		opts.Logger = log.New(os.Stderr, "registry: ", log.Ltime)
 	}
