@@ -203,6 +203,11 @@ func TestPrefetchThenBackground(t *testing.T) {
 	}
 	m.Layer.Background()
 	waitFor(t, 10*time.Second, m.Layer.Complete)
+	// The background fetch saves the cache's state after its last stream
+	// (Complete is true before): wait for it to end, so that the reopen
+	// below reads the saved state (a reopen in between read an incomplete
+	// one, and its Close then wrote that back: 1 CI run in a few).
+	m.Layer.wg.Wait()
 	t.Logf("blob %d bytes fetched with %d range requests", len(blob), r.requests.Load()-before)
 	r.down.Store(true)
 	compareTree(t, m.Mountpoint, expectedTree(entries))
