@@ -47,6 +47,7 @@ func serveScript(p *pod) string {
 func (s *soak) streamProbe(p *pod, n int) {
 	start := time.Now()
 	var err error
+	lostPage := false // a full root during the logger's setup may have left it no page
 	switch n % 3 {
 	case 0:
 		err = s.attachSession(p, "spdy")
@@ -58,13 +59,12 @@ func (s *soak) streamProbe(p *pod, n int) {
 		err = s.attachSession(p, transport)
 	default:
 		err = s.portForwardSession(p)
+		lostPage = s.flt.during(p.setupFrom, p.setupBy, "enospc")
 	}
 	if err == nil {
 		s.streams.Add(1)
 		return
 	}
-	// A full root during the logger's setup may have left it no page.
-	lostPage := n%3 == 2 && s.flt.during(p.setupFrom, p.setupBy, "enospc")
 	if s.flt.during(start, time.Now(), "daemon-kill") || p.faulted.Load() || lostPage {
 		s.rpc.tolerate("stream", err)
 		return
