@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +45,28 @@ type HTTPBlob struct {
 	Client *http.Client
 	Len    int64
 	Stall  time.Duration
+
+	mu     sync.RWMutex // URL and Header, once SetSource is used
+	denied atomic.Bool  // the last answer was 401 or 403
+}
+
+// SetSource points the blob at a fresh URL and headers (a new token): the
+// next requests use them.
+func (b *HTTPBlob) SetSource(url string, header http.Header) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.URL, b.Header = url, header
+	b.denied.Store(false)
+}
+
+// Denied says whether the registry's last answer refused the credentials
+// (401, 403): an expired token, which only the daemon can renew.
+func (b *HTTPBlob) Denied() bool { return b.denied.Load() }
+
+func (b *HTTPBlob) source() (string, http.Header) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.URL, b.Header
 }
 
 // Size is the blob's length, as the manifest says.
@@ -58,11 +82,12 @@ func (b *HTTPBlob) ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 	defer cancel(nil)
 	watch := newStallTimer(b.Stall, cancel)
 	defer watch.stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.URL, nil)
+	url, header := b.source()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, fmt.Errorf("blob request: %w", err)
 	}
-	for k, v := range b.Header {
+	for k, v := range header {
 		req.Header[k] = v
 	}
 	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+want-1))
@@ -72,6 +97,7 @@ func (b *HTTPBlob) ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 	}
 	defer resp.Body.Close()
 	watch.progress()
+	b.denied.Store(resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden)
 	if err := checkRange(resp, off, want, b.Len); err != nil {
 		return 0, err
 	}

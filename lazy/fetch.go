@@ -139,6 +139,56 @@ func (l *Layer) readRange(ctx context.Context, buf []byte, off int64, first, mos
 // .prefetch.landmark entry (none when the layer has .no.prefetch.landmark or
 // no landmark). It returns when they are cached, or ctx is done.
 func (l *Layer) Prefetch(ctx context.Context) error {
+	spans := l.claimSpans(l.prioritized(), l.prefetchSpan())
+	end := prio.begin()
+	defer end()
+	return l.fetchClaimed(ctx, spans)
+}
+
+// StartPrefetch is Prefetch in the background, within the fetch timeout:
+// it claims the prioritized streams before it returns, so a read of them
+// waits for this fetch rather than asking the registry itself, and a
+// background fetch (Background) waits for it to end.
+func (l *Layer) StartPrefetch() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.isClosed {
+		return
+	}
+	ids := l.prioritizedLocked()
+	if len(ids) == 0 {
+		return
+	}
+	spans := l.claimSpansLocked(ids, l.prefetchSpan())
+	end := prio.begin()
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer end()
+		ctx, cancel := context.WithTimeout(context.Background(), l.opts.FetchTimeout)
+		defer cancel()
+		if err := l.fetchClaimed(ctx, spans); err != nil {
+			l.log.Warn("lazy: prefetch incomplete: the files are fetched when read", "error", err)
+		}
+	}()
+}
+
+// prefetchSpan is the compressed bytes per range request of a prefetch:
+// smaller than the background's, and several at once, so that the first
+// files of a layer (what a container reads first) arrive before its last.
+func (l *Layer) prefetchSpan() int64 { return min(l.opts.SpanBytes, maxPrefetchSpan) }
+
+// maxPrefetchSpan bounds a prefetch's range requests.
+const maxPrefetchSpan = 1 << 20
+
+// prioritized is the streams before the landmark (see Prefetch).
+func (l *Layer) prioritized() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.prioritizedLocked()
+}
+
+func (l *Layer) prioritizedLocked() []int {
 	if _, ok := l.r.Lookup(estargz.NoPrefetchLandmark); ok {
 		return nil
 	}
@@ -146,16 +196,90 @@ func (l *Layer) Prefetch(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	var ids []int
+	want := map[int]bool{}
 	for i, s := range l.streams {
 		if s.off < lm.Offset {
+			want[i] = true
+		}
+	}
+	// The files the runtime itself reads as it creates a container are
+	// as urgent: its user's groups, before the container's first file.
+	for _, name := range runtimeReads {
+		if e, ok := l.r.Lookup(name); ok && e.Type == "reg" {
+			for _, c := range l.files[e] {
+				want[l.chunks[c].stream] = true
+			}
+		}
+	}
+	var ids []int
+	for i := range l.streams {
+		if want[i] && !l.have[i] {
 			ids = append(ids, i)
 		}
 	}
+	return ids
+}
+
+// runtimeReads are the files of an image a runtime reads to make a
+// container's spec (user and group names, supplementary groups).
+var runtimeReads = []string{"etc/passwd", "etc/group"}
+
+// fetchClaimed fetches runs of claimed streams, several at once, each with
+// one range request retried until ctx is done, and releases every claim.
+func (l *Layer) fetchClaimed(ctx context.Context, spans [][]int) error {
 	start := time.Now()
-	err := l.fetchSpans(ctx, ids, maxBackoff)
-	l.log.Info("lazy: prefetched", "streams", len(ids), "duration", time.Since(start).Round(time.Millisecond), "error", err)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, sp := range spans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.fetchClaimedSpan(ctx, sp); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	l.log.Info("lazy: prefetched", "spans", len(spans), "duration", time.Since(start).Round(time.Millisecond), "error", err)
 	return err
+}
+
+// fetchClaimedSpan fetches one run of streams this fetch claimed, stores
+// them and releases them (a failed one for its reader to fetch again).
+func (l *Layer) fetchClaimedSpan(ctx context.Context, sp []int) error {
+	stored := 0
+	defer func() {
+		for _, i := range sp[stored:] {
+			l.release(i, false)
+		}
+	}()
+	select {
+	case prefetchSlots <- struct{}{}:
+		defer func() { <-prefetchSlots }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	base := l.streams[sp[0]].off
+	buf := make([]byte, l.streams[sp[len(sp)-1]].end-base)
+	if err := l.readRange(ctx, buf, base, firstBackoff, maxBackoff); err != nil {
+		return fmt.Errorf("%w: bytes [%d, %d): %w", ErrUnavailable, base, base+int64(len(buf)), err)
+	}
+	var errs []error
+	for _, i := range sp {
+		s := l.streams[i]
+		err := l.store(i, buf[s.off-base:s.end-base])
+		l.release(i, err == nil)
+		stored++
+		if err != nil {
+			l.log.Error("lazy: chunk not stored", "error", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // FetchAll fetches every stream not cached yet, in blob order, a span of
@@ -205,10 +329,13 @@ func (l *Layer) Background() {
 	}()
 }
 
-// spanSlots bounds the range requests of prefetches and background fetches
-// in flight in the process, all layers together (and so their buffers, at
-// most SpanBytes each); a read's own fetch takes no slot.
-var spanSlots = make(chan struct{}, 4)
+// spanSlots bounds the range requests of background fetches in flight in
+// the process, all layers together (and so their buffers, at most SpanBytes
+// each); prefetchSlots those of prefetches; a read's own fetch takes no slot.
+var (
+	spanSlots     = make(chan struct{}, 4)
+	prefetchSlots = make(chan struct{}, 16)
+)
 
 // fetchSpans fetches the streams ids (in blob order) not cached yet, runs
 // of adjacent ones with one range request of at most SpanBytes each, several
@@ -219,7 +346,7 @@ func (l *Layer) fetchSpans(ctx context.Context, ids []int, most time.Duration) e
 	var failed []error
 	g, ctx := errgroup.WithContext(ctx)
 	for _, sp := range l.spans(ids) {
-		if !takeSlot(ctx) {
+		if prio.quiet(ctx, l.closed, l.opts.Silence) != nil || !takeSlot(ctx) {
 			break
 		}
 		g.Go(func() error {
@@ -273,13 +400,32 @@ func (l *Layer) fetchSpan(ctx context.Context, sp []int, most time.Duration) (fa
 func (l *Layer) spans(ids []int) [][]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.spansLocked(ids, l.opts.SpanBytes, false)
+}
+
+// claimSpans is spans of runs of at most most bytes of the streams of ids no
+// one has or fetches, each claimed by the caller (release must follow).
+func (l *Layer) claimSpans(ids []int, most int64) [][]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.claimSpansLocked(ids, most)
+}
+
+func (l *Layer) claimSpansLocked(ids []int, most int64) [][]int {
+	return l.spansLocked(ids, most, true)
+}
+
+func (l *Layer) spansLocked(ids []int, most int64, claim bool) [][]int {
 	var out [][]int
 	var cur []int
 	for _, i := range ids {
-		if l.have[i] {
+		if l.have[i] || claim && l.inflight[i] != nil {
 			continue
 		}
-		if len(cur) > 0 && (cur[len(cur)-1] != i-1 || l.streams[i].end-l.streams[cur[0]].off > l.opts.SpanBytes) {
+		if claim {
+			l.inflight[i] = make(chan struct{})
+		}
+		if len(cur) > 0 && (cur[len(cur)-1] != i-1 || l.streams[i].end-l.streams[cur[0]].off > most) {
 			out = append(out, cur)
 			cur = nil
 		}

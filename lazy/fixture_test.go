@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -150,7 +151,9 @@ type registry struct {
 	noRanges atomic.Bool
 	requests atomic.Int64
 	latency  time.Duration // per request
-	rate     int64         // bytes per second, 0: unlimited
+	mu       sync.Mutex
+	at       []time.Time // when each request came
+	rate     int64       // bytes per second, 0: unlimited
 }
 
 func newRegistry(t testing.TB, blob []byte) *registry {
@@ -163,6 +166,9 @@ func newRegistry(t testing.TB, blob []byte) *registry {
 
 func (r *registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.requests.Add(1)
+	r.mu.Lock()
+	r.at = append(r.at, time.Now())
+	r.mu.Unlock()
 	for r.down.Load() {
 		select {
 		case <-req.Context().Done():
@@ -186,6 +192,13 @@ func (r *registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	http.ServeContent(w, req, "blob", time.Time{}, bytes.NewReader(b))
+}
+
+// arrivals is when the requests came, in order.
+func (r *registry) arrivals() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.at...)
 }
 
 // blobReader reads the registry's blob with a client of its own (so that

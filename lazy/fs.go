@@ -41,6 +41,7 @@ var (
 	_ fs.NodeGetxattrer  = (*node)(nil)
 	_ fs.NodeListxattrer = (*node)(nil)
 	_ fs.NodeOnAdder     = (*node)(nil)
+	_ fs.NodeStatfser    = (*node)(nil)
 )
 
 // tree builds the nodes below the root.
@@ -233,6 +234,19 @@ func (n *node) Listxattr(_ context.Context, dest []byte) (uint32, syscall.Errno)
 		return u32(len(b)), syscall.ERANGE
 	}
 	return u32(copy(dest, b)), 0
+}
+
+// Statfs answers what overlayfs and df ask of a layer: names of up to 255
+// bytes (overlayfs takes the largest name length of its layers as its own:
+// go-fuse's 0 made every name too long, ENAMETOOLONG, in an overlay of lazy
+// layers alone, such as an image volume of two of them), its files' bytes
+// in 4 KiB blocks, none free (it is read-only).
+func (n *node) Statfs(_ context.Context, out *fuse.StatfsOut) syscall.Errno {
+	const block = 4096
+	out.NameLen = 255
+	out.Bsize, out.Frsize = block, block
+	out.Blocks = uint64((max(n.l.total, 0) + block - 1) / block) //nolint:gosec // not negative
+	return 0
 }
 
 // u32 clamps a TOC's number (or a length) into a uint32.

@@ -58,7 +58,15 @@ type Options struct {
 	FetchTimeout time.Duration
 	// SpanBytes is the compressed bytes per background range request (8 MiB when 0).
 	SpanBytes int64
-	Log       *slog.Logger
+	// Silence is how long the background fetch waits after the process's
+	// last prioritized fetch (DefaultSilence when 0; see priorities).
+	Silence time.Duration
+	// Tail is the end of the blob as the caller already read it (its
+	// footer, and its TOC when it fits): the TOC is then read from it, not
+	// asked of the registry again. It is checked as a read from the
+	// registry would be; a tail that is not the blob's end is read again.
+	Tail []byte
+	Log  *slog.Logger
 }
 
 // chunk is a run of a regular file's bytes with its own TOC digest.
@@ -116,6 +124,9 @@ func Open(ctx context.Context, blob BlobReader, opts Options) (*Layer, error) {
 	if opts.SpanBytes <= 0 {
 		opts.SpanBytes = defaultSpan
 	}
+	if opts.Silence <= 0 {
+		opts.Silence = DefaultSilence
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -154,6 +165,7 @@ func readTOC(ctx context.Context, blob BlobReader, opts Options, useKept bool) (
 	ra := &tailReaderAt{ctxReaderAt: ctxReaderAt{ctx: ctx, b: blob}, size: blob.Size()}
 	if useKept {
 		ra.loadTail(opts.Dir)
+		ra.addTail(opts.Tail)
 	}
 	sr := io.NewSectionReader(ra, 0, blob.Size())
 	tocOff, footer, err := estargz.OpenFooter(sr)

@@ -139,3 +139,31 @@ func TestOverlayLower(t *testing.T) {
 		t.Errorf("opaque dir lists %v", names)
 	}
 }
+
+// TestOverlayOfLazyLayersOnly: an overlay whose lower layers are all lazy
+// mounts (an image volume of an image of eStargz layers: no upper, no
+// unpacked layer) serves its names: overlayfs takes its name length limit
+// from its layers' statfs, and lazyfs says 255. Before, it said 0, and
+// every name was ENAMETOOLONG.
+func TestOverlayOfLazyLayersOnly(t *testing.T) {
+	entries := fixtureEntries()
+	blob, toc := buildBlob(t, buildTar(t, entries), gzip.BestSpeed)
+	r := newRegistry(t, blob)
+	upper, lower := mountFixture(t, r, toc, Options{}), mountFixture(t, r, toc, Options{})
+	var st unix.Statfs_t
+	if err := unix.Statfs(upper.Mountpoint, &st); err != nil || st.Namelen != 255 || st.Bsize != 4096 || st.Blocks == 0 {
+		t.Errorf("statfs of a lazy mount: %+v, %v", st, err)
+	}
+	merged := filepath.Join(t.TempDir(), "merged")
+	if err := os.Mkdir(merged, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("overlay", merged, "overlay", unix.MS_RDONLY, "lowerdir="+upper.Mountpoint+":"+lower.Mountpoint); err != nil {
+		t.Fatalf("overlay of two lazy layers: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(merged, unix.MNT_DETACH) })
+	b, err := os.ReadFile(filepath.Join(merged, "bin/app"))
+	if err != nil || !bytes.Equal(b, entryData(entries, "bin/app")) {
+		t.Errorf("bin/app through an overlay of lazy layers only: %d bytes, %v", len(b), err)
+	}
+}

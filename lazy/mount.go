@@ -57,10 +57,15 @@ func Mount(mountpoint string, l *Layer, debug bool) (*Mounted, error) {
 			DirectMountStrict:    true,
 			DirectMountFlags:     syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV,
 			EnableSymlinkCaching: true,
-			MaxWrite:             1 << 20, // also max_read: requests of up to 1 MiB
-			MaxReadAhead:         1 << 20,
-			Debug:                debug,
-			Logger:               logger,
+			// A pod with its own user namespace sees its layers through
+			// idmapped mounts; the kernel (6.12+) allows one of a FUSE
+			// mount only when its server says so. The tree ignores who
+			// asks (the kernel checks the TOC's modes: default_permissions).
+			IDMappedMount: true,
+			MaxWrite:      1 << 20, // also max_read: requests of up to 1 MiB
+			MaxReadAhead:  1 << 20,
+			Debug:         debug,
+			Logger:        logger,
 		},
 	}
 	srv, err := fs.Mount(mountpoint, &node{l: l, e: root, ino: 1, xattrs: root.Xattrs}, opts)

@@ -73,3 +73,12 @@ func (n *Node) List(ctx context.Context) ([]MountStatus, error) {
 	_, mounts, err := c.List(ctx)
 	return mounts, err
 }
+
+// SetSource gives a served layer a fresh source (see Client.SetSource).
+func (n *Node) SetSource(ctx context.Context, mountpoint string, src Source) error {
+	c, err := n.client(ctx)
+	if err != nil {
+		return err
+	}
+	return c.SetSource(ctx, mountpoint, src)
+}

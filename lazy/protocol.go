@@ -29,8 +29,12 @@ type MountSpec struct {
 	TOCDigest    string        `json:"toc_digest"`
 	Source       Source        `json:"source"`
 	FetchTimeout time.Duration `json:"fetch_timeout,omitempty"` // DefaultFetchTimeout when 0
-	Prefetch     bool          `json:"prefetch,omitempty"`      // fetch the prioritized files before answering
-	Background   bool          `json:"background,omitempty"`    // then fetch the rest in the background
+	// Prefetch starts fetching the prioritized files as the layer mounts:
+	// a read of one of them waits for that fetch.
+	Prefetch   bool `json:"prefetch,omitempty"`
+	Background bool `json:"background,omitempty"` // then fetch the rest in the background (see Options.Silence)
+	// Tail is the end of the blob as the daemon read it (see Options.Tail).
+	Tail []byte `json:"tail,omitempty"`
 }
 
 // MountStatus is one served layer as List reports it.
@@ -42,10 +46,13 @@ type MountStatus struct {
 	Fetched    int64  `json:"fetched"`
 	Total      int64  `json:"total"`
 	Complete   bool   `json:"complete"`
+	// Denied: the registry refused the source's credentials at its last
+	// answer (an expired token): the daemon is to send a fresh source.
+	Denied bool `json:"denied,omitempty"`
 }
 
 type request struct {
-	Op         string     `json:"op"` // mount, unmount, list
+	Op         string     `json:"op"` // mount, unmount, list, source
 	Mount      *MountSpec `json:"mount,omitempty"`
 	Mountpoint string     `json:"mountpoint,omitempty"`
 	Detach     bool       `json:"detach,omitempty"`
@@ -61,7 +68,7 @@ type response struct {
 type Client struct{ Socket string }
 
 // Mount asks the server to serve a layer; it answers once the layer is
-// mounted (and its prioritized files fetched, if asked). Mounting again what
+// mounted (its TOC read and checked; its prefetch started, if asked). Mounting again what
 // is already served there is no error.
 func (c Client) Mount(ctx context.Context, spec MountSpec) error {
 	_, err := c.call(ctx, request{Op: "mount", Mount: &spec})
@@ -72,6 +79,13 @@ func (c Client) Mount(ctx context.Context, spec MountSpec) error {
 // served until its last user lets go).
 func (c Client) Unmount(ctx context.Context, mountpoint string, detach bool) error {
 	_, err := c.call(ctx, request{Op: "unmount", Mountpoint: mountpoint, Detach: detach})
+	return err
+}
+
+// SetSource gives the layer served at mountpoint a fresh source (a new
+// token, as the daemon got it): its next range requests use it.
+func (c Client) SetSource(ctx context.Context, mountpoint string, src Source) error {
+	_, err := c.call(ctx, request{Op: "source", Mountpoint: mountpoint, Mount: &MountSpec{Mountpoint: mountpoint, Source: src}})
 	return err
 }
 

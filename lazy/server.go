@@ -118,6 +118,12 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 		err = s.unmount(req.Mountpoint, req.Detach)
 	case "list":
 		resp.Mounts = s.list()
+	case "source":
+		if req.Mount == nil {
+			err = errors.New("source without a spec")
+		} else {
+			err = s.setSource(req.Mountpoint, req.Mount.Source)
+		}
 	default:
 		err = fmt.Errorf("unknown op %q", req.Op)
 	}
@@ -165,7 +171,7 @@ func (s *Server) reserve(spec MountSpec) (already bool, err error) {
 	return false, nil
 }
 
-// open opens the layer, prefetches and mounts it.
+// open opens the layer and mounts it, its prefetch started.
 func (s *Server) open(ctx context.Context, spec MountSpec) (*Mounted, error) {
 	blob, err := s.NewBlob(spec.Source)
 	if err != nil {
@@ -180,17 +186,13 @@ func (s *Server) open(ctx context.Context, spec MountSpec) (*Mounted, error) {
 		}
 	}
 	opts := Options{Dir: spec.Dir, TOCDigest: digest.Digest(spec.TOCDigest), FetchTimeout: spec.FetchTimeout,
-		Log: s.log.With("mountpoint", spec.Mountpoint)}
+		Tail: spec.Tail, Log: s.log.With("mountpoint", spec.Mountpoint)}
 	l, err := Open(ctx, blob, opts)
 	if err != nil {
 		return nil, err
 	}
 	if spec.Prefetch {
-		pctx, cancel := context.WithTimeout(ctx, l.opts.FetchTimeout)
-		if err := l.Prefetch(pctx); err != nil {
-			s.log.Warn("lazyfs: prefetch incomplete: the files will be fetched when read", "error", err)
-		}
-		cancel()
+		l.StartPrefetch() // claims the prioritized files before they can be read
 	}
 	m, err := Mount(spec.Mountpoint, l, false)
 	if err != nil {
@@ -200,6 +202,25 @@ func (s *Server) open(ctx context.Context, spec MountSpec) (*Mounted, error) {
 		l.Background()
 	}
 	return m, nil
+}
+
+// setSource points the layer served at mountpoint at a fresh source (same
+// blob: its size must be the same).
+func (s *Server) setSource(mountpoint string, src Source) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv, ok := s.mounts[mountpoint]
+	if !ok || sv.m == nil {
+		return fmt.Errorf("%s: %s", mountpoint, notServed)
+	}
+	hb, ok := sv.m.Layer.blob.(interface{ SetSource(string, http.Header) })
+	if !ok || src.Size != sv.spec.Source.Size || src.CAFile != sv.spec.Source.CAFile {
+		return fmt.Errorf("%s: its source cannot be changed to that one", mountpoint)
+	}
+	hb.SetSource(src.URL, src.Header)
+	sv.spec.Source = src
+	s.log.Info("lazyfs: source renewed", "mountpoint", mountpoint, "url", src.URL)
+	return nil
 }
 
 // notServed ends the error of an unmount of what the server does not serve.
@@ -255,8 +276,12 @@ func (s *Server) list() []MountStatus {
 			continue
 		}
 		l := sv.m.Layer
-		out = append(out, MountStatus{Mountpoint: mp, Dir: sv.spec.Dir, TOCDigest: sv.spec.TOCDigest, URL: sv.spec.Source.URL,
-			Fetched: l.Fetched(), Total: l.Total(), Complete: l.Complete()})
+		st := MountStatus{Mountpoint: mp, Dir: sv.spec.Dir, TOCDigest: sv.spec.TOCDigest, URL: sv.spec.Source.URL,
+			Fetched: l.Fetched(), Total: l.Total(), Complete: l.Complete()}
+		if d, ok := l.blob.(interface{ Denied() bool }); ok {
+			st.Denied = d.Denied()
+		}
+		out = append(out, st)
 	}
 	return out
 }

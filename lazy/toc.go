@@ -43,6 +43,17 @@ func (r *tailReaderAt) loadTail(dir string) {
 	}
 }
 
+// addTail adds the blob's end as the caller read it (Options.Tail); like a
+// kept end, a TOC that does not check out makes the reader start again
+// from the registry.
+func (r *tailReaderAt) addTail(b []byte) {
+	if len(b) == 0 || int64(len(b)) > r.size || len(b) > maxTOCKeep {
+		return
+	}
+	r.pieces = append(r.pieces, piece{off: r.size - int64(len(b)), b: b})
+	r.loaded = true
+}
+
 func (r *tailReaderAt) lastErr() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
