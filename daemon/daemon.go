@@ -72,6 +72,7 @@ func Run(cfg config.Config) error {
 	if err := images.RemountLazy(ctx); err != nil {
 		log.Warn("lazy layers not all mounted again", "err", err)
 	}
+	go images.WatchLazy(ctx, image.LazyWatchPeriod) // a lazyfs that dies is started again
 	handlers := runtimeHandlers(ctx, cfg, log)
 	hooks := &podContainers{}
 	bus := events.NewBroker()

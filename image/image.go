@@ -219,6 +219,11 @@ type Store struct {
 	// decides what no one uses and unmounts it).
 	lazyMounted map[string]bool
 	lazyMu      sync.RWMutex
+	// lazyAuth: the credentials a lazy layer (blob digest) was pulled
+	// with (under mu), in memory only, to renew its source's token and to
+	// mount it again if lazyfs dies (never written to disk: a restarted
+	// daemon mounts again without them).
+	lazyAuth map[string]*AuthConfig
 
 	// FsInfo walks the store only when its content changed (generation).
 	fsGen   atomic.Uint64
@@ -314,6 +319,7 @@ func emptyStore(cfg Config) *Store {
 		removed: map[string]*record{},
 
 		lazyMounted: map[string]bool{},
+		lazyAuth:    map[string]*AuthConfig{},
 
 		recovering: true,
 

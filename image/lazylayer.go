@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	godigest "github.com/opencontainers/go-digest"
+
 	"github.com/minicri/minicri/lazy"
 )
 
@@ -19,6 +21,7 @@ type LazyServer interface {
 	Mount(ctx context.Context, spec lazy.MountSpec) error
 	Unmount(ctx context.Context, mountpoint string) error
 	List(ctx context.Context) ([]lazy.MountStatus, error)
+	SetSource(ctx context.Context, mountpoint string, src lazy.Source) error
 }
 
 // lazyOpTimeout bounds one call to the server that is not a mount (a
@@ -30,6 +33,18 @@ const lazyOpTimeout = 30 * time.Second
 // bytes. Unpacked layers are never there.
 func (s *Store) lazyDir(blobDigest string) string {
 	return filepath.Join(s.cfg.Root, "lazy", strings.TrimPrefix(blobDigest, "sha256:"))
+}
+
+// lazyDirOf is lazyDir of a digest that must be a sha256 one, so that the
+// directory is one layer's, never <root>/lazy itself nor outside it: a
+// record or manifest could say anything, and the directory is removed
+// whole (dropLazy).
+func (s *Store) lazyDirOf(blobDigest string) (string, error) {
+	d, err := godigest.Parse(blobDigest)
+	if err != nil || d.Algorithm() != godigest.SHA256 {
+		return "", fmt.Errorf("lazy layer %q: not a sha256 digest (%v)", blobDigest, err)
+	}
+	return s.lazyDir(d.String()), nil
 }
 
 func (s *Store) lazyMount(blobDigest string) string {
@@ -63,44 +78,54 @@ func (s *Store) hasLazy() bool {
 	return len(s.lazyMounted) > 0
 }
 
-// mountLazy serves layer l of the image ref through lazyfs, its
-// prioritized files fetched before it returns. Any error means the layer is
-// to be pulled whole: no TOC digest, no endpoint a lazyfs source can read
+// mountLazy serves layer l through lazyfs, read with lc's clients, its
+// prioritized files being fetched as it returns. Any error means the layer
+// is to be pulled whole: no TOC digest, no endpoint a lazyfs source can read
 // (ErrNoLazySource, or one that refuses ranges: lazy.ErrRangeRefused), a
 // layer lazyfs refuses or a server that does not start.
-func (s *Store) mountLazy(ctx context.Context, ref string, auth *AuthConfig, l layerRecord) error {
+func (s *Store) mountLazy(ctx context.Context, lc *lazyClients, l layerRecord) error {
 	if s.cfg.Lazy == nil || l.TOCDigest == "" {
 		return errors.New("not an eStargz layer")
 	}
-	src, err := s.LazySource(ctx, ref, auth, l.Digest, l.Size)
+	dir, err := s.lazyDirOf(l.Digest)
+	if err != nil {
+		return err
+	}
+	src, tail, err := lc.source(ctx, l.Digest, l.Size)
 	if err != nil {
 		return err
 	}
 	s.lazyMu.RLock()
 	defer s.lazyMu.RUnlock()
-	mnt := s.lazyMount(l.Digest)
+	mnt := filepath.Join(dir, "mnt")
 	if err := os.MkdirAll(mnt, 0o755); err != nil { //nolint:gosec // a lower layer's root: its mode is the TOC's once mounted
 		return fmt.Errorf("lazy layer %s: %w", l.Digest, err)
 	}
-	spec := lazy.MountSpec{Mountpoint: mnt, Dir: filepath.Join(s.lazyDir(l.Digest), "cache"), TOCDigest: l.TOCDigest,
-		Source: src, Prefetch: true, Background: true}
+	spec := lazy.MountSpec{Mountpoint: mnt, Dir: filepath.Join(dir, "cache"), TOCDigest: l.TOCDigest,
+		Source: src, Tail: tail, Prefetch: true, Background: true}
 	if err := s.cfg.Lazy.Mount(ctx, spec); err != nil {
 		return fmt.Errorf("lazy layer %s: %w", l.Digest, err)
 	}
 	s.mu.Lock()
 	s.lazyMounted[l.Digest] = true
+	if lc.p.auth != nil {
+		s.lazyAuth[l.Digest] = lc.p.auth
+	}
 	s.mu.Unlock()
 	s.fsGen.Add(1)
-	s.log.Info("image: layer mounted lazily", "image", ref, "layer", l.Digest, "toc", l.TOCDigest)
+	s.log.Info("image: layer mounted lazily", "image", lc.p.ref.String(), "layer", l.Digest, "toc", l.TOCDigest)
 	return nil
 }
 
-// RemountLazy, at the daemon's start, mounts again the lazily pulled layers
-// of the store's records (images, and those removed while containers used
-// them) that the server no longer serves (it was restarted, or the node
-// was), each with a fresh source (a fresh token) from the image's registry,
-// without credentials: the pull's are not kept. A layer that fails stays
-// unmounted (its containers' reads fail) and is logged.
+// RemountLazy, at the daemon's start and then every WatchLazy period,
+// mounts again the lazily pulled layers of the store's records (images,
+// and those removed while containers used them) that the server no longer
+// serves (it was restarted, or the node was), and gives a fresh source to
+// those whose token the registry refused (it expired): each with a fresh
+// source (a fresh token) from the image's registry, with the credentials
+// the layer was pulled with if this daemon pulled it (kept in memory
+// only), else none. A layer that fails stays unmounted (its containers'
+// reads fail; its images read as absent) and is in the error.
 func (s *Store) RemountLazy(ctx context.Context) error {
 	layers := s.lazyLayers()
 	if s.cfg.Lazy == nil || len(layers) == 0 {
@@ -112,27 +137,53 @@ func (s *Store) RemountLazy(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("lazy layers: %w", err)
 	}
-	up := map[string]bool{}
+	up := map[string]lazy.MountStatus{}
 	for _, m := range served {
-		up[m.Mountpoint] = true
+		up[m.Mountpoint] = m
 	}
 	var errs []error
 	for _, l := range layers {
-		if up[s.lazyMount(l.Digest)] {
-			s.mu.Lock()
-			s.lazyMounted[l.Digest] = true
-			s.mu.Unlock()
+		st, served := up[s.lazyMount(l.Digest)]
+		s.mu.Lock()
+		s.lazyMounted[l.Digest] = served // not served: its images read as absent until mounted again
+		s.mu.Unlock()
+		if served && !st.Denied {
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, 2*lazyOpTimeout)
-		err := s.mountLazy(lctx, l.Ref, nil, l)
+		err := s.serveAgain(lctx, l, served)
 		cancel()
 		if err != nil {
-			s.log.Error("image: lazy layer not mounted again", "image", l.Ref, "layer", l.Digest, "error", err)
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("image %s: %w", l.Ref, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// serveAgain mounts layer l again (served false), or gives lazyfs a fresh
+// source for it (served, its token refused), with the credentials it was
+// pulled with if this daemon pulled it, else none.
+func (s *Store) serveAgain(ctx context.Context, l layerRecord, served bool) error {
+	s.mu.Lock()
+	auth := s.lazyAuth[l.Digest]
+	s.mu.Unlock()
+	lc, err := s.newLazyClients(l.Ref, auth)
+	if err != nil {
+		return err
+	}
+	defer lc.CloseIdle()
+	if !served {
+		return s.mountLazy(ctx, lc, l)
+	}
+	src, _, err := lc.source(ctx, l.Digest, l.Size)
+	if err != nil {
+		return fmt.Errorf("lazy layer %s: fresh source: %w", l.Digest, err)
+	}
+	if err := s.cfg.Lazy.SetSource(ctx, s.lazyMount(l.Digest), src); err != nil {
+		return fmt.Errorf("lazy layer %s: %w", l.Digest, err)
+	}
+	s.log.Info("image: lazy layer's source renewed", "image", l.Ref, "layer", l.Digest)
+	return nil
 }
 
 // lazyLayers is every lazily pulled layer the records name, once each.
@@ -193,6 +244,10 @@ func (s *Store) collectLazyLocked() error {
 		if used[dgst] {
 			continue
 		}
+		if _, err := s.lazyDirOf(dgst); err != nil {
+			s.log.Warn("image: not a lazy layer's directory, left alone", "dir", filepath.Join(root, e.Name()))
+			continue
+		}
 		if err := s.dropLazy(dgst); err != nil {
 			errs = append(errs, err)
 		}
@@ -202,18 +257,23 @@ func (s *Store) collectLazyLocked() error {
 
 // dropLazy unmounts layer dgst and removes its directory; s.lazyMu held.
 func (s *Store) dropLazy(dgst string) error {
+	dir, err := s.lazyDirOf(dgst)
+	if err != nil {
+		return err
+	}
 	if s.cfg.Lazy == nil {
 		return fmt.Errorf("lazy layer %s: no lazyfs server to unmount it", dgst)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lazyOpTimeout)
 	defer cancel()
-	if err := s.cfg.Lazy.Unmount(ctx, s.lazyMount(dgst)); err != nil {
+	if err := s.cfg.Lazy.Unmount(ctx, filepath.Join(dir, "mnt")); err != nil {
 		return fmt.Errorf("lazy layer %s: %w", dgst, err)
 	}
 	s.mu.Lock()
 	delete(s.lazyMounted, dgst)
+	delete(s.lazyAuth, dgst)
 	s.mu.Unlock()
-	if err := os.RemoveAll(s.lazyDir(dgst)); err != nil {
+	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("lazy layer %s: %w", dgst, err)
 	}
 	s.log.Info("image: lazy layer removed", "layer", dgst)

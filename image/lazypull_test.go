@@ -313,3 +313,136 @@ func TestLazyLayerShared(t *testing.T) {
 		t.Errorf("lazy layer's directory: %v", err)
 	}
 }
+
+// TestLazyPullRequests: a lazy pull of an image of three eStargz layers
+// asks the registry's /v2/ once for its range requests (not once per
+// layer), and each layer costs the daemon one range request: its end,
+// which carries the TOC lazyfs then needs to ask for no more.
+func TestLazyPullRequests(t *testing.T) {
+	s := lazyStore(t)
+	srv := startRegistry(t, fixture.Options{})
+	var layers []*fixture.Layer
+	for i := range 3 {
+		files := append(fixture.EStargzFiles(), fixture.File{Name: "lazy/layer", Mode: 0o644, Body: []byte{byte('0' + i)}})
+		l, err := fixture.NewEStargzLayer(files, []string{"lazy/hello.txt"}, 16<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers = append(layers, l)
+	}
+	img, err := fixture.Build(fixture.ImageSpec{Layers: layers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(t, srv, "lazy/three:1", img)
+	var mu sync.Mutex
+	pings, ranges := 0, map[string]int{}
+	srv.SetIntercept(func(_ http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.URL.Path == "/v2/" || r.URL.Path == "/v2":
+			pings++
+		case r.Header.Get("Range") != "" && strings.Contains(r.UserAgent(), "go-containerregistry"):
+			ranges[filepath.Base(r.URL.Path)]++
+		}
+		return false
+	})
+	got, err := s.Pull(ctxT(t), srv.Host+"/lazy/three:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range got.Layers {
+		if !strings.HasPrefix(d, filepath.Join(s.cfg.Root, "lazy")) {
+			t.Errorf("layer %s not lazy", d)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// One ping for the manifest's client, one for the range requests'.
+	if pings > 2 {
+		t.Errorf("%d pings of /v2/ for a pull of 3 lazy layers, want at most 2", pings)
+	}
+	if len(ranges) != 3 {
+		t.Errorf("the daemon's range requests went to %d blobs, want the 3 layers': %v", len(ranges), ranges)
+	}
+	for b, n := range ranges {
+		if n != 1 {
+			t.Errorf("%d range requests by the daemon for %s, want 1", n, b)
+		}
+	}
+}
+
+// TestLazyDirOnlyOfADigest: a layer digest that is not a sha256 one (a
+// record or manifest could say anything) names no lazy directory: the
+// removal of a layer's directory never removes <root>/lazy itself, nor
+// anything outside it.
+func TestLazyDirOnlyOfADigest(t *testing.T) {
+	s := lazyStore(t)
+	root := filepath.Join(s.cfg.Root, "lazy")
+	victim := filepath.Join(s.cfg.Root, "victim")
+	for _, d := range []string{root, filepath.Join(root, strings.Repeat("a", 64)), victim} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dgst := range []string{"sha256:", "", "sha256:../victim", "sha256:..", "sha512:" + strings.Repeat("a", 128), "sha256:" + strings.Repeat("A", 64)} {
+		if err := s.dropLazy(dgst); err == nil {
+			t.Errorf("dropLazy(%q): no error", dgst)
+		}
+		if err := s.mountLazy(ctxT(t), nil, layerRecord{Digest: dgst, TOCDigest: "sha256:" + strings.Repeat("b", 64)}); err == nil {
+			t.Errorf("mountLazy(%q): no error", dgst)
+		}
+	}
+	for _, d := range []string{root, filepath.Join(root, strings.Repeat("a", 64)), victim} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+}
+
+// TestLazyTokenRenewed: lazyfs reads with the token the daemon's probe
+// got, which it cannot renew. Once the registry refuses it (expired), the
+// store's watch gives lazyfs a fresh one, asked with the credentials the
+// image was pulled with (kept in memory only), and a read waiting for the
+// registry gets its bytes. Before, every read of a file not fetched yet
+// failed with EIO from then on, and the background fetch never completed.
+func TestLazyTokenRenewed(t *testing.T) {
+	s := lazyStore(t)
+	srv := startRegistry(t, fixture.Options{TokenAuth: true, Username: "bob", Password: "pw"})
+	files := lazyImage(t, srv, "lazy/img:1")
+	img, err := s.Pull(ctxT(t), srv.Host+"/lazy/img:1", &AuthConfig{Username: "bob", Password: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := func() int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if r == "GET /token" {
+				n++
+			}
+		}
+		return n
+	}
+	before := tokens()
+	srv.RevokeTokens() // big.bin is not prioritized: not fetched yet (the background fetch waits 1 s)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.WatchLazy(ctx, 100*time.Millisecond) }()
+	t.Cleanup(func() { cancel(); <-done })
+	start := time.Now()
+	top := img.Layers[len(img.Layers)-1]
+	for _, f := range files {
+		if f.Name != "lazy/big.bin" {
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join(top, f.Name))
+		if err != nil || !bytes.Equal(got, f.Body) {
+			t.Fatalf("%s after the token was revoked: %d bytes, %v (after %v)", f.Name, len(got), err, time.Since(start))
+		}
+	}
+	if n := tokens() - before; n == 0 {
+		t.Error("no token asked for after the revocation: the read did not need a new one, the test tested nothing")
+	}
+	t.Logf("read after %v, %d new tokens", time.Since(start).Round(time.Millisecond), tokens()-before)
+}

@@ -77,8 +77,13 @@ func (s *Store) Pull(ctx context.Context, ref string, auth *AuthConfig) (Image, 
 		defer close(watchDone)
 		s.watch(ctx, cancel, p.prog, pr.String(), start)
 	}()
+	p.warmLazy(ctx)
 	img, err := p.pull(ctx)
 	cancel(nil)
+	p.bg.Wait()
+	if p.lazy != nil {
+		p.lazy.CloseIdle()
+	}
 	<-watchDone
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.PullDone(p.prog.bytes.Load(), time.Since(start), err)
@@ -150,6 +155,12 @@ type puller struct {
 	clients map[int]*remote.Puller
 	dead    map[int]bool    // endpoints that failed to connect in this pull
 	fetched map[string]bool // artifact blobs this pull downloaded (artifact_verify.go)
+	lazy    *lazyClients    // the range requests' clients, made at the first lazy layer
+	bg      sync.WaitGroup  // the pull's own goroutines that outlive a step (lazypull.go)
+	// lazyDone: closed when layer i's lazy mount (mountLazyLayers) is
+	// done; lazyErr: why it failed (the layer is then pulled whole).
+	lazyDone map[int]chan struct{}
+	lazyErr  map[int]error
 }
 
 func (p *puller) client(i int) (*remote.Puller, error) {
@@ -440,6 +451,7 @@ func (p *puller) pull(ctx context.Context) (Image, error) {
 	if err := p.s.checkLayers(len(m.Layers)); err != nil {
 		return Image{}, err
 	}
+	p.probeLazy(ctx, m)
 	cfg, cfgData, err := p.imageConfig(ctx, m)
 	if err != nil {
 		return Image{}, err
@@ -587,9 +599,12 @@ func (p *puller) addLayers(rec *record, m *v1.Manifest, diffIDs []v1.Hash) error
 }
 
 // fetchLayers downloads and unpacks the record's layers, a few at a time;
-// a layer another pull is fetching is waited for, not fetched twice. It
-// records which layers' directories are named by their chain ID.
+// a layer another pull is fetching is waited for, not fetched twice. The
+// eStargz layers (with lazy pulls on) are mounted all at once beside them
+// (mountLazyLayers). It records which layers' directories are named by
+// their chain ID.
 func (p *puller) fetchLayers(ctx context.Context, rec *record) error {
+	p.mountLazyLayers(ctx, rec.Layers)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(layerConcurrency)
 	for i := range rec.Layers {
@@ -730,11 +745,9 @@ func (p *puller) ensureLayer(ctx context.Context, ps *progressSet, layers []laye
 		return nil
 	}
 	if l.TOCDigest != "" { // set with lazy pulls on only
-		err := s.mountLazy(ctx, p.ref.String(), p.auth, l)
-		if err == nil || contextErr(ctx) != nil {
+		if mounted, err := p.lazyResult(ctx, layers, i); mounted || err != nil {
 			return err
 		}
-		s.log.Warn("image: layer pulled whole, not lazily", "image", p.ref.String(), "layer", l.Digest, "error", err)
 	}
 	lowers := p.lowersOf(layers, i)
 	if f, err := os.Open(s.blobPath(l.Digest)); err == nil {
