@@ -253,6 +253,10 @@ static void ctr_request(struct conn *c, const char *op, struct ctr *k, const cha
 		 * asked again; it gets the same answer. */
 		if (k->started)
 			reply_ctr(c, k);
+		else if (k->reaped && !(k->runtime && k->runtime[0]))
+			/* its init died before the start, and was reaped
+			 * already: no FIFO to open, nothing for a helper */
+			conn_reply_error(c, "start container %s: container process is already dead", c->id);
 		else if (!start_direct(c, k))
 			to_helper(c, line, n, k, simple_helper_reply);
 	} else if (is_op(op, "reopen-log")) {
