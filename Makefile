@@ -57,13 +57,21 @@ TEST_FUZZTIME ?= 10s
 # Flags for the bench client, e.g. BENCH_ARGS="-n 50 -hostport".
 BENCH_ARGS ?= -n 20
 
+# LAZY=1: critest, e2e, e2e-evented, conformance(-ci) and the cluster targets run minicri
+# with lazy pulls on and the test registry serving every image in eStargz form
+# (test/registry -estargz); they fail unless minicri's log shows layers mounted lazily and
+# none of them pulled whole (hack/instance.sh INSTANCE_LAZY). Their outputs get "-lazy".
+LAZY ?=
+export INSTANCE_LAZY := $(filter 1,$(LAZY))
+LAZY_OUT := $(if $(INSTANCE_LAZY),-lazy)
+
 CNI_VERSION       := v1.10.0
 CRI_TOOLS_VERSION := v1.37.0
 export CNI_VERSION CRI_TOOLS_VERSION
 
 .PHONY: all check integration-short deps build run vet lint unit fuzz integration critest conformance test bench bench-ckpt bench-scale clean FORCE
 .PHONY: conformance-ci-specs cluster cluster-down cluster-netcheck cluster-scale cluster-test conformance-ci
-.PHONY: bench-lazy bench-ab e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall soak soak-ci soak-containerd
+.PHONY: critest-lazy bench-lazy bench-ab e2e e2e-evented vmtest vmtest-ci vm-start vm-stop vm-status install uninstall soak soak-ci soak-containerd
 
 all: build
 
@@ -175,36 +183,40 @@ soak-containerd: | deps
 
 critest: build
 	@hack/deps.sh check critest
-	test/critest/run.sh
+	CRITEST_OUT=$(CURDIR)/$(OUT)/critest$(LAZY_OUT) test/critest/run.sh
 	@echo "critest: the Streaming specs again over WebSocket (v5 remotecommand, tunneled port-forward)"
-	CRITEST_FOCUS='Streaming' CRITEST_SKIP= CRITEST_OUT=$(CURDIR)/$(OUT)/critest-websocket \
+	CRITEST_FOCUS='Streaming' CRITEST_SKIP= CRITEST_OUT=$(CURDIR)/$(OUT)/critest-websocket$(LAZY_OUT) \
 	CRITEST_ARGS='-websocket-exec -websocket-attach -websocket-portforward' test/critest/run.sh
 	@echo "critest: every pod on the runc RuntimeClass handler (Debian's runc binary; the image specs do not depend on it)"
-	CRITEST_RUNTIME_HANDLER=runc CRITEST_FOCUS= CRITEST_SKIP='Image Manager' CRITEST_OUT=$(CURDIR)/$(OUT)/critest-runc \
+	CRITEST_RUNTIME_HANDLER=runc CRITEST_FOCUS= CRITEST_SKIP='Image Manager' CRITEST_OUT=$(CURDIR)/$(OUT)/critest-runc$(LAZY_OUT) \
 	test/critest/run.sh
+
+# critest as above with lazy pulls on (LAZY=1), a phase of make test.
+critest-lazy:
+	@$(MAKE) --no-print-directory critest LAZY=1
 
 # A stock kubelet (standalone, then with a control plane) drives a private minicri
 # instance; Kubernetes and etcd are built once and cached (test/e2e/tools.sh).
 e2e: build
 	@hack/deps.sh check e2e
-	test/e2e/run.sh
+	E2E_OUT=$(CURDIR)/$(OUT)/e2e$(LAZY_OUT) test/e2e/run.sh
 
 # The kubelet's standalone mode again with EventedPLEG on (minicri's event stream and
 # PodSandboxStatus containers_statuses/timestamp; checks no fallback, no ContainerStatus).
 e2e-evented: build
 	@hack/deps.sh check e2e-evented
-	E2E_MODES=standalone E2E_FEATURE_GATES=EventedPLEG=true E2E_OUT=$(CURDIR)/$(OUT)/e2e-evented test/e2e/run.sh
+	E2E_MODES=standalone E2E_FEATURE_GATES=EventedPLEG=true E2E_OUT=$(CURDIR)/$(OUT)/e2e-evented$(LAZY_OUT) test/e2e/run.sh
 
 # The Kubernetes conformance suite (e2e.test v1.37.2, [Conformance] + [NodeConformance]),
 # offline, on test/cluster (else test/e2e's one-node cluster): test/conformance/README.md.
 conformance: build
 	@hack/deps.sh install conformance
-	test/conformance/run.sh
+	$(if $(LAZY_OUT),CONFORMANCE_OUT=$(CURDIR)/$(OUT)/conformance-lazy) test/conformance/run.sh
 
 # Its CI subset: [NodeConformance] + Services/DNS [Conformance], no [Slow]/[Serial].
 conformance-ci: build
 	@hack/deps.sh check conformance-ci
-	CONFORMANCE_SUBSET=ci CONFORMANCE_OUT=$(CURDIR)/$(OUT)/conformance-ci test/conformance/run.sh
+	CONFORMANCE_SUBSET=ci CONFORMANCE_OUT=$(CURDIR)/$(OUT)/conformance-ci$(LAZY_OUT) test/conformance/run.sh
 
 # test/conformance/ci-specs from the full suite's dry run (after a Kubernetes bump: the
 # CI subset's own suite binary must hold exactly these specs).
@@ -322,10 +334,10 @@ CRICTL_YAML := $(DESTDIR)/etc/crictl.yaml
 SYSTEMCTL    = if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl $(1); fi
 
 install:
-	@for f in bin/minicri bin/minicri-pause bin/minicri-monitor bin/minicri-monitor-helper; do \
+	@for f in bin/minicri bin/minicri-pause bin/minicri-monitor bin/minicri-monitor-helper bin/minicri-lazyfs; do \
 		[ -x $$f ] || { echo "make install: $$f missing: run make build first" >&2; exit 1; }; done
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSTEMD_DIR) $(DESTDIR)/etc/minicri
-	for f in minicri minicri-pause minicri-monitor minicri-monitor-helper; do \
+	for f in minicri minicri-pause minicri-monitor minicri-monitor-helper minicri-lazyfs; do \
 		install -m 0755 bin/$$f $(DESTDIR)$(BINDIR)/.$$f.new && mv -f $(DESTDIR)$(BINDIR)/.$$f.new $(DESTDIR)$(BINDIR)/$$f; done
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/minicri.service >$(UNIT).new && chmod 0644 $(UNIT).new && mv -f $(UNIT).new $(UNIT)
 	@if [ -e $(CONFIG) ]; then echo "keeping $(CONFIG)"; else \
@@ -348,7 +360,7 @@ uninstall:
 		echo "rm $(CRICTL_YAML)"; rm -f $(CRICTL_YAML); \
 	elif [ -e $(CRICTL_YAML) ]; then echo "keeping $(CRICTL_YAML) (not minicri's)"; fi
 	-rmdir $(DESTDIR)/etc/minicri 2>/dev/null
-	rm -f $(UNIT) $(DESTDIR)$(BINDIR)/minicri $(DESTDIR)$(BINDIR)/minicri-pause $(DESTDIR)$(BINDIR)/minicri-monitor $(DESTDIR)$(BINDIR)/minicri-monitor-helper
+	rm -f $(UNIT) $(DESTDIR)$(BINDIR)/minicri $(DESTDIR)$(BINDIR)/minicri-pause $(DESTDIR)$(BINDIR)/minicri-monitor $(DESTDIR)$(BINDIR)/minicri-monitor-helper $(DESTDIR)$(BINDIR)/minicri-lazyfs
 	@$(call SYSTEMCTL,daemon-reload)
 
 # ---- clean -----------------------------------------------------------------

@@ -33,6 +33,10 @@
 #                      until a config appears in "$INSTANCE_TMP/net.d"
 #   INSTANCE_HOSTS_DIR registry hosts.toml directory of a registry someone else runs
 #                      (instead of INSTANCE_REGISTRY)
+#   INSTANCE_LAZY=1    lazy pulls on (--lazy-pulls; `make ... LAZY=1`), the registry of
+#                      INSTANCE_REGISTRY in its eStargz mode (test/registry -estargz: every
+#                      image's layers eStargz); instance_stop then fails unless minicri's log
+#                      shows the lazy path taken (instance_lazy_check)
 #
 # With [image] lazy on, minicri starts minicri-lazyfs (its socket under <state>/lazyfs/),
 # which outlives the daemon by design; instance_stop stops it after minicri (SIGTERM: it
@@ -128,6 +132,7 @@ instance_start() {
 
 	local flags=(--config "$INSTANCE_TMP/config.toml" --listen "$INSTANCE_ENDPOINT"
 		--root "$INSTANCE_TMP/root" --state "$INSTANCE_TMP/state" --log-level "${INSTANCE_LOG_LEVEL:-debug}")
+	[ "${INSTANCE_LAZY:-}" != 1 ] || flags+=(--lazy-pulls)
 	# Validates the config before starting and keeps the effective one for debugging.
 	timeout 30 "$MINICRI" "${flags[@]}" config >"$INSTANCE_TMP/effective-config.toml" ||
 		{ instance__log "$MINICRI config failed"; return 1; }
@@ -161,7 +166,7 @@ instance__registry_start() {
 	local bin=${INSTANCE_REGISTRY_BIN:-$INSTANCE_REPO/_output/bin/registry} log=$INSTANCE_TMP/registry.log i
 	[ -n "${INSTANCE_REGISTRY_BIN:-}" ] || (cd "$INSTANCE_REPO" && go build -o "$bin" ./test/registry) || return 1
 	# shellcheck disable=SC2086 # INSTANCE_REGISTRY_ARGS is a list of flags
-	"$bin" -addr 127.0.0.1:0 -hosts-dir "$INSTANCE_TMP/certs.d" \
+	"$bin" -addr 127.0.0.1:0 -hosts-dir "$INSTANCE_TMP/certs.d" -estargz="$([ "${INSTANCE_LAZY:-}" = 1 ] && echo true || echo false)" \
 		-bench="$([ "$INSTANCE_REGISTRY" = bench ] && echo true || echo false)" ${INSTANCE_REGISTRY_ARGS:-} </dev/null >"$log" 2>&1 &
 	INSTANCE_REGISTRY_PID=$!
 	for ((i = 0; i < 3000; i++)); do
@@ -175,6 +180,29 @@ instance__registry_start() {
 	instance__log "test registry did not start:"
 	tail -20 "$log" >&2
 	return 1
+}
+
+# instance_lazy_check LOG...: the proof that lazy pulls served each minicri log's images
+# (INSTANCE_LAZY=1, whose registry serves every image in eStargz form): at least one
+# "image: layer mounted lazily" and no "image: layer pulled whole, not lazily" (an eStargz
+# layer that fell back to a whole pull). Returns 1 otherwise.
+instance_lazy_check() {
+	local log n fallbacks rc=0
+	for log in "$@"; do
+		n=$(grep -c '"msg":"image: layer mounted lazily"' "$log" || true)
+		fallbacks=$(grep -c '"msg":"image: layer pulled whole, not lazily"' "$log" || true)
+		if [ "${n:-0}" = 0 ]; then
+			instance__log "LAZY: FAIL: no layer mounted lazily in $log"
+			rc=1
+		fi
+		if [ "${fallbacks:-0}" != 0 ]; then
+			instance__log "LAZY: FAIL: $fallbacks eStargz layer(s) pulled whole, not lazily, in $log:"
+			grep '"msg":"image: layer pulled whole, not lazily"' "$log" | head -n 5 >&2
+			rc=1
+		fi
+		[ "${n:-0}" = 0 ] || [ "${fallbacks:-0}" != 0 ] || instance__log "LAZY: $n layer(s) mounted lazily, none pulled whole ($log)"
+	done
+	return $rc
 }
 
 # instance__stop_lazyfs: SIGTERM to the instance's minicri-lazyfs, if one runs (it
@@ -300,6 +328,9 @@ instance_stop() {
 	fi
 	INSTANCE_PID=
 	instance__stop_lazyfs || rc=1
+	if [ "${INSTANCE_LAZY:-}" = 1 ]; then
+		instance_lazy_check "$INSTANCE_LOG" || rc=1
+	fi
 
 	if [ -n "$INSTANCE_REGISTRY_PID" ]; then
 		kill -TERM "$INSTANCE_REGISTRY_PID" 2>/dev/null || true

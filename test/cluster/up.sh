@@ -25,6 +25,8 @@
 #   CLUSTER_KUBELET_V=2        kubelet verbosity
 #   CLUSTER_OUT                output dir (default _output/cluster; one cluster per dir)
 #   INSTANCE_REGISTRY_ARGS     more flags for the offline registry (e.g. -e2e-images DIR)
+#   INSTANCE_LAZY=1            lazy pulls on in every node's minicri, the registry in its
+#                              eStargz mode (hack/instance.sh; `make ... LAZY=1`)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -106,7 +108,8 @@ done
 # ---- registry, PKI, control plane -------------------------------------------------------
 HOSTS_DIR=$CL_TMP/certs.d
 # shellcheck disable=SC2086 # INSTANCE_REGISTRY_ARGS is a list of flags (as in hack/instance.sh)
-cl_proc_start registry - "$INSTANCE_REGISTRY_BIN" -addr "$GW:0" -hosts-dir "$HOSTS_DIR" -bench=false ${INSTANCE_REGISTRY_ARGS:-}
+cl_proc_start registry - "$INSTANCE_REGISTRY_BIN" -addr "$GW:0" -hosts-dir "$HOSTS_DIR" -bench=false \
+	-estargz="$([ "${INSTANCE_LAZY:-}" = 1 ] && echo true || echo false)" ${INSTANCE_REGISTRY_ARGS:-}
 cl_wait 300 registry grep -q ' serving .* references on ' "$CL_LOGS/registry.log"
 REGISTRY=$(grep -o 'references on .*' "$CL_LOGS/registry.log" | awk '{ print $3 }')
 cl_state "CL_REGISTRY=$REGISTRY"

@@ -18,6 +18,7 @@
 # Environment: CLUSTER_OUT (test/cluster's, default _output/cluster: one cluster per
 # directory, so two runs side by side need two), CONFORMANCE_CLUSTER (auto: test/cluster if present, else e2e; or
 # cluster|e2e), CONFORMANCE_OUT (default _output/conformance[-<runtime>]), CLUSTER_RUNTIME,
+# INSTANCE_LAZY=1 (lazy pulls on, the registry's images eStargz: `make conformance-ci LAZY=1`),
 # CONFORMANCE_SUBSET=ci (the CI subset, `make conformance-ci`: the [NodeConformance] specs
 # and the Services/DNS [Conformance] specs, without [Slow] and [Serial]; README.md), and
 # suite.sh's (CONFORMANCE_FOCUS, CONFORMANCE_SKIP, CONFORMANCE_TIMEOUT, ...).
@@ -79,7 +80,19 @@ export KUBECTL=${KUBECTL:-$("$ROOT/test/e2e/tools.sh")/kubectl}
 case $MODE in
 cluster)
 	export CONFORMANCE_EXCLUDED="${CONFORMANCE_EXCLUDED:-$DIR/excluded}"
-	down() { "$ROOT/test/cluster/down.sh" || log "test/cluster/down.sh failed"; }
+	down() {
+		local rc=$?
+		"$ROOT/test/cluster/down.sh" || log "test/cluster/down.sh failed"
+		# With lazy pulls on (INSTANCE_LAZY=1), every node's minicri must have mounted
+		# layers lazily and pulled none of the eStargz ones whole (hack/instance.sh).
+		if [ "${INSTANCE_LAZY:-}" = 1 ]; then
+			# shellcheck source=hack/instance.sh disable=SC1091
+			. "$ROOT/hack/instance.sh"
+			instance_lazy_check $(seq -f "${CLUSTER_OUT:-$ROOT/_output/cluster}/logs/minicri-node-%g/minicri.log" 1 "${CLUSTER_NODES:-2}") ||
+				{ log "FAIL: lazy pulls not taken on every node (see above)"; rc=1; }
+		fi
+		exit $rc
+	}
 	trap down EXIT
 	log "cluster: test/cluster/up.sh (CLUSTER_RUNTIME=${CLUSTER_RUNTIME:-minicri})"
 	"$ROOT/test/cluster/up.sh"

@@ -16,6 +16,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/lazy"
 	"github.com/minicri/minicri/test/registry/fixture"
 )
@@ -236,11 +237,11 @@ func newOnes(before, now []string) []string {
 	return out
 }
 
-// TestLazyRestart: the daemon killed -9 leaves lazyfs serving, and the new
-// daemon uses its mounts as they are; lazyfs killed -9 too, the new daemon
-// starts another and mounts the recorded layers again (each from a fresh
-// source): a new container sees the same tree as before.
-func TestLazyRestart(t *testing.T) {
+// lazyPulled starts an instance with lazy pulls, pulls the eStargz image
+// and returns the instance, its lazyfs, the tree a container of the image
+// sees, and lazyfs's pid (serving the image's two layers).
+func lazyPulled(t *testing.T) (*instance, lazy.Client, map[string]string, int) {
+	t.Helper()
 	li := newInstance(t, withRegistry(), withLazyPulls())
 	lazyfs := killLazyfsAtEnd(t, li)
 	li.pull(t, fixture.EStargzRef)
@@ -249,7 +250,15 @@ func TestLazyRestart(t *testing.T) {
 	if err != nil || len(served) != 2 {
 		t.Fatalf("lazyfs serves %v (%v)", served, err)
 	}
+	return li, lazyfs, want, pid
+}
 
+// TestLazyRestart: the daemon killed -9 leaves lazyfs serving, and the new
+// daemon uses its mounts as they are; lazyfs killed -9 too, the new daemon
+// starts another and mounts the recorded layers again (each from a fresh
+// source): a new container sees the same tree as before.
+func TestLazyRestart(t *testing.T) {
+	li, lazyfs, want, pid := lazyPulled(t)
 	li.kill9()
 	li.start()
 	if p, again, err := lazyfs.List(ctx(t)); err != nil || p != pid || len(again) != 2 {
@@ -267,6 +276,31 @@ func TestLazyRestart(t *testing.T) {
 		t.Fatalf("after lazyfs's kill -9: pid %d (was %d), %d mounts, %v", p, pid, len(again), err)
 	}
 	compareTrees(t, "lazyfs restarted", want, rootfsTree(t, li, "lazyfs-restarted"))
+}
+
+// TestLazyfsKilledWhileDaemonRuns: lazyfs killed -9 under a running
+// daemon is started again by the daemon within a few watch periods, which
+// mounts the recorded layers again: the image is still there, and a new
+// container of it sees the same tree as before.
+func TestLazyfsKilledWhileDaemonRuns(t *testing.T) {
+	li, lazyfs, want, pid := lazyPulled(t)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var p int
+	var again []lazy.MountStatus
+	var err error
+	if !waitFor(t, 10*image.LazyWatchPeriod, func() bool {
+		p, again, err = lazyfs.List(ctx(t))
+		return err == nil && p != pid && len(again) == 2
+	}) {
+		t.Fatalf("%v after lazyfs's kill -9: pid %d (was %d), mounts %v, %v", 10*image.LazyWatchPeriod, p, pid, again, err)
+	}
+	st, err := li.images().ImageStatus(ctx(t), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: fixture.EStargzRef}})
+	if err != nil || st.Image == nil {
+		t.Fatalf("ImageStatus after lazyfs came back: %v, %v", st, err)
+	}
+	compareTrees(t, "lazyfs restarted by the daemon", want, rootfsTree(t, li, "lazyfs-back"))
 }
 
 func compareTrees(t *testing.T, what string, want, got map[string]string) {

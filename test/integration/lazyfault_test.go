@@ -110,6 +110,8 @@ func TestLazyRegistryGoneAndBack(t *testing.T) {
 	i := newInstance(t, withRegistry(), withLazyPulls())
 	lazyfs := killLazyfsAtEnd(t, i)
 	podID, id, _ := i.lazyRun(t, li, "sleep 1000")
+	// The background fetch starts a silence after the prefetch (lazy.DefaultSilence).
+	waitFor(t, 10*time.Second, func() bool { return refused.Load() > 0 })
 	if st := li.topLayer(t, lazyfs); st.Complete || refused.Load() == 0 {
 		t.Fatalf("big.bin's ranges refused %d times, layer %+v: want it not fetched yet", refused.Load(), st)
 	}

@@ -31,12 +31,13 @@ func main() {
 	latency := flag.Duration("latency", 0, "delay every request's answer this long (make bench-lazy: 20ms)")
 	rate := flag.Int64("rate", 0, "bytes a second each response is limited to, 0: no limit (make bench-lazy: 100000000)")
 	e2eDir := flag.String("e2e-images", "", "if set, also publish the conformance suite's images, built with the agnhost binary and files in this directory (test/conformance/tools.sh)")
+	eStargz := flag.Bool("estargz", false, "publish every image in eStargz form, each layer annotated with its TOC digest (the same references: minicri's lazy pulls mount them)")
 	verbose := flag.Bool("v", false, "log registry requests")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
 	entries, err := fixture.BuildCatalog(fixture.CatalogOptions{CacheDir: *cache, DebPath: *deb, Bench: *bench, Bench1G: *bench1g,
-		LazyBench: *lazyBench, LazyBench1G: *lazyBench1G, E2EDir: *e2eDir, Logf: log.Printf})
+		LazyBench: *lazyBench, LazyBench1G: *lazyBench1G, E2EDir: *e2eDir, EStargz: *eStargz, Logf: log.Printf})
 	if err != nil {
 		log.Fatalf("build images: %v", err)
 	}
