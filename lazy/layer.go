@@ -316,6 +316,12 @@ func (l *Layer) group(tocOff int64) error {
 			if s.end-s.off > maxStream {
 				return fmt.Errorf("%q: a compressed chunk of %d bytes (at most %d)", c.file.Name, s.end-s.off, maxStream)
 			}
+			// A stream's end is the next offset in the TOC's own order, not
+			// the blob's: a TOC whose offsets go back makes streams overlap,
+			// and a span of them would be cut out of its buffer past its end.
+			if n := len(l.streams); n > 0 && s.off < l.streams[n-1].end {
+				return fmt.Errorf("%q: data at %d inside the previous chunk's [%d, %d): the TOC's offsets are out of order", c.file.Name, s.off, l.streams[n-1].off, l.streams[n-1].end)
+			}
 			l.streams = append(l.streams, s)
 		}
 		c.stream = len(l.streams) - 1
