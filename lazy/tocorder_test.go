@@ -1,13 +1,10 @@
 package lazy
 
 import (
-	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"io"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -15,49 +12,25 @@ import (
 	digest "github.com/opencontainers/go-digest"
 )
 
-// rewriteTOC gives blob a TOC edited by edit, and the new TOC's digest.
+// rewriteTOC gives blob a TOC edited by edit, and the new TOC's digest,
+// through estargz's own footer, TOC parser and TOC writer.
 func rewriteTOC(t *testing.T, blob []byte, edit func(*estargz.JTOC)) ([]byte, digest.Digest) {
 	t.Helper()
-	foot := blob[len(blob)-estargz.FooterSize:]
-	i := bytes.Index(foot, []byte("STARGZ"))
-	if i < 16 {
-		t.Fatal("no eStargz footer")
-	}
-	off, err := strconv.ParseInt(string(foot[i-16:i]), 16, 64)
+	off, footer, err := estargz.OpenFooter(io.NewSectionReader(bytes.NewReader(blob), 0, int64(len(blob))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(blob[off : len(blob)-estargz.FooterSize]))
+	toc, _, err := new(estargz.GzipDecompressor).ParseTOC(bytes.NewReader(blob[off : int64(len(blob))-footer]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(zr)
-	if _, err := tr.Next(); err != nil {
-		t.Fatal(err)
-	}
-	var toc estargz.JTOC
-	if err := json.NewDecoder(tr).Decode(&toc); err != nil {
-		t.Fatal(err)
-	}
-	edit(&toc)
-	js, err := json.Marshal(&toc)
+	edit(toc)
+	out := bytes.NewBuffer(append([]byte(nil), blob[:off]...))
+	d, err := estargz.NewGzipCompressor().WriteTOCAndFooter(out, off, toc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	out.Write(blob[:off])
-	zw := gzip.NewWriter(&out)
-	tw := tar.NewWriter(zw)
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: estargz.TOCTarName, Size: int64(len(js)), Mode: 0o644})
-	_, _ = io.Copy(tw, bytes.NewReader(js))
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	out.Write(stargzFooter(t, off))
-	return out.Bytes(), digest.FromBytes(js)
+	return out.Bytes(), d
 }
 
 // TestTOCOffsetsOutOfOrderRefused: a TOC whose offsets go back (an entry
