@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	godigest "github.com/opencontainers/go-digest"
 
 	"github.com/minicri/minicri/lazy"
@@ -98,12 +99,16 @@ func (s *Store) mountLazy(ctx context.Context, lc *lazyClients, l layerRecord) e
 	s.lazyMu.RLock()
 	defer s.lazyMu.RUnlock()
 	mnt := filepath.Join(dir, "mnt")
+	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(mnt, 0o755); err != nil { //nolint:gosec // a lower layer's root: its mode is the TOC's once mounted
 		return fmt.Errorf("lazy layer %s: %w", l.Digest, err)
 	}
 	spec := lazy.MountSpec{Mountpoint: mnt, Dir: filepath.Join(dir, "cache"), TOCDigest: l.TOCDigest,
 		Source: src, Tail: tail, Prefetch: true, Background: true}
 	if err := s.cfg.Lazy.Mount(ctx, spec); err != nil {
+		if errors.Is(statErr, os.ErrNotExist) {
+			s.removeUnmounted(dir, mnt)
+		}
 		return fmt.Errorf("lazy layer %s: %w", l.Digest, err)
 	}
 	s.mu.Lock()
@@ -115,6 +120,20 @@ func (s *Store) mountLazy(ctx context.Context, lc *lazyClients, l layerRecord) e
 	s.fsGen.Add(1)
 	s.log.Info("image: layer mounted lazily", "image", lc.p.ref.String(), "layer", l.Digest, "toc", l.TOCDigest)
 	return nil
+}
+
+// removeUnmounted removes the directory a failed mount made (its mount
+// point, the cache lazyfs began), unless something is mounted there: a
+// mount that answered late, or another's of the same layer, is left to
+// image removal and GC. A directory that was there before (a layer mounted
+// again, whose cache holds what it fetched) is not the caller's to remove.
+func (s *Store) removeUnmounted(dir, mnt string) {
+	if on, err := mountinfo.Mounted(mnt); err != nil || on {
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		s.log.Warn("image: a refused lazy layer's directory not removed", "dir", dir, "error", err)
+	}
 }
 
 // RemountLazy, at the daemon's start and then every WatchLazy period,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+	godigest "github.com/opencontainers/go-digest"
 
 	"github.com/minicri/minicri/lazy"
 	"github.com/minicri/minicri/test/registry/fixture"
@@ -163,6 +164,36 @@ func TestLazyPullFallsBack(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(img.Layers[1], "lazy/hello.txt")); err != nil {
 		t.Errorf("unpacked eStargz layer: %v", err)
+	}
+}
+
+// TestLazyRefusedLeavesNothing: a layer lazyfs refuses (its manifest names
+// another TOC than the blob's) is pulled whole, and its lazy directory (the
+// mount point made for it, the cache lazyfs began) is not left behind.
+func TestLazyRefusedLeavesNothing(t *testing.T) {
+	s := lazyStore(t)
+	srv := startRegistry(t, fixture.Options{})
+	el, err := fixture.NewEStargzLayer(fixture.EStargzFiles(), []string{"lazy/hello.txt"}, 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := fixture.Build(fixture.ImageSpec{Layers: []*fixture.Layer{el.WithTOCDigest(godigest.FromString("another TOC").String())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(t, srv, "lazy/refused:1", img)
+	pulled, err := s.Pull(ctxT(t), srv.Host+"/lazy/refused:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(pulled.Layers[0], filepath.Join(s.cfg.Root, "lazy")) {
+		t.Fatalf("layer %s served lazily with a TOC not its manifest's", pulled.Layers[0])
+	}
+	if _, err := os.Stat(filepath.Join(pulled.Layers[0], "lazy/hello.txt")); err != nil {
+		t.Errorf("unpacked layer: %v", err)
+	}
+	if _, err := os.Stat(s.lazyDir(el.DigestString())); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("refused lazy layer's directory: %v, want it gone", err)
 	}
 }
 
