@@ -37,7 +37,11 @@ SHELL       := /bin/bash
 .DEFAULT_GOAL := build
 
 # Go lives in /usr/local/go on the project machines; appended so a Go already on PATH wins.
+# The machines' Go (1.26.8) ignores go.mod's toolchain line (GOTOOLCHAIN=local in its
+# go.env): every recipe runs the toolchain go.mod names, fetched once from the module proxy
+# (hack/goenv.sh does the same for scripts run on their own). A GOTOOLCHAIN set by the caller wins.
 export PATH := $(PATH):/usr/local/go/bin
+export GOTOOLCHAIN ?= $(shell sed -n 's/^toolchain //p' go.mod)
 
 GO      ?= go
 GOTAGS  ?= seccomp

@@ -69,6 +69,7 @@ const (
 	ProfileUnconfined     = security.ProfileUnconfined
 	ProfileLocalhost      = security.ProfileLocalhost
 	ProfileUnspecified    = security.ProfileUnspecified
+	ProfileOCI            = security.ProfileOCI
 )
 
 // Profile is a seccomp or AppArmor profile choice.

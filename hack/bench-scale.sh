@@ -28,7 +28,7 @@ set -euo pipefail
 shopt -s inherit_errexit
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/goenv.sh"
 CRIBENCH=${1:-$ROOT/_output/bin/cribench}
 REPLICAS=${SCALE_REPLICAS:-110}
 WINDOW=${BENCH_EXEC_WINDOW:-2m}

@@ -19,7 +19,7 @@ RUNC_VERSION=v1.5.3
 STARGZ_VERSION=v0.19.1 # the release built against containerd v2.4.2 (its go.mod)
 CACHE_DIR=${MINICRI_TOOLS_CACHE:-/var/cache/minicri-tools}
 GO=${GO:-go}
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/goenv.sh"
 LOG=${E2E_BUILD_LOG:-$ROOT/_output/bench/build-tools.log}
 mkdir -p "$(dirname "$LOG")"
 

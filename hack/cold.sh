@@ -13,7 +13,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/goenv.sh"
 SINCE=${COLD_SINCE:-$(uptime -s)}
 DIR=${COLD_DIR:-/tmp/minicri-cold}
 DRY=0

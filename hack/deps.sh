@@ -100,14 +100,13 @@ cache_ok() {
 
 need_root() { [ "$(id -u)" = 0 ] || die "$1 needs root (run as root)"; }
 
+# ensure_go: a Go on PATH (any version that can fetch go.mod's toolchain, >= 1.21), and the
+# toolchain go.mod names (hack/goenv.sh), fetched from the module proxy here if missing.
 ensure_go() {
-	if ! command -v "$GO" >/dev/null 2>&1; then
-		if [ -x /usr/local/go/bin/go ]; then
-			export PATH=$PATH:/usr/local/go/bin
-		else
-			die "no Go toolchain: install Go >= 1.26.8 (e.g. in /usr/local/go)"
-		fi
-	fi
+	# shellcheck source=hack/goenv.sh
+	. "$ROOT/hack/goenv.sh"
+	command -v "$GO" >/dev/null 2>&1 || die "no Go toolchain: install Go >= 1.21 (e.g. in /usr/local/go)"
+	"$GO" version >/dev/null || die "cannot run Go $GOTOOLCHAIN (go.mod's toolchain; GOTOOLCHAIN=$GOTOOLCHAIN): the module proxy must serve golang.org/toolchain"
 }
 
 # needs_rows PHASE...: "PROGRAM PROVIDER" of every row of $NEEDS for one of PHASE...

@@ -20,12 +20,16 @@ const (
 	SeccompUnconfined SeccompType = iota
 	SeccompRuntimeDefault
 	SeccompLocalhost
+	// SeccompOCI: a profile pulled with PullSecurityProfile (Ref), on the
+	// base Path names (empty: the runtime default).
+	SeccompOCI
 )
 
 // SeccompProfile is the pod-level seccomp profile.
 type SeccompProfile struct {
 	Type SeccompType `json:"type"`
-	Path string      `json:"path,omitempty"` // SeccompLocalhost: the profile file
+	Path string      `json:"path,omitempty"` // SeccompLocalhost: the profile file; SeccompOCI: its Localhost base
+	Ref  string      `json:"ref,omitempty"`  // SeccompOCI: the digest-pinned reference
 }
 
 // Security is what the pod's LinuxSandboxSecurityContext asks of its pause
@@ -105,6 +109,8 @@ func checkSeccomp(p SeccompProfile) error {
 		}
 		return nil
 	case SeccompLocalhost:
+	case SeccompOCI:
+		return fmt.Errorf("%w: pod seccomp profile %s is not present (PullSecurityProfile pulls it; RunPodSandbox never does)", ErrFailedPrecondition, p.Ref)
 	default:
 		return fmt.Errorf("%w: unknown pod seccomp profile type %d", ErrInvalid, p.Type)
 	}

@@ -26,7 +26,7 @@ func Seccomp(p Profile, privileged bool, spec *specs.Spec) (*specs.LinuxSeccomp,
 	if privileged {
 		return nil, nil
 	}
-	if p.Type != ProfileLocalhost && p.Path != "" {
+	if p.Type != ProfileLocalhost && p.Type != ProfileOCI && p.Path != "" {
 		return nil, fmt.Errorf("%w: seccomp config invalid: a profile path must only be set for a Localhost profile", errdefs.ErrInvalid)
 	}
 	switch p.Type {
@@ -52,6 +52,8 @@ func Seccomp(p Profile, privileged bool, spec *specs.Spec) (*specs.LinuxSeccomp,
 			return nil, fmt.Errorf("%w: failed to load seccomp profile %q: %w", errdefs.ErrInvalid, path, err)
 		}
 		return sc, nil
+	case ProfileOCI:
+		return nil, fmt.Errorf("%w: seccomp profile %s is not present (PullSecurityProfile pulls it; a create never does)", errdefs.ErrFailedPrecondition, p.Ref)
 	default:
 		return nil, fmt.Errorf("%w: unknown seccomp profile type %d", errdefs.ErrInvalid, p.Type)
 	}

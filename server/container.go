@@ -39,6 +39,9 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	if req.GetConfig().GetMetadata() == nil {
 		return nil, invalid("config.metadata is required")
 	}
+	if err := checkContainerProfiles(req.GetConfig().GetLinux().GetSecurityContext()); err != nil {
+		return nil, err
+	}
 	id, err := s.containers.Create(ctx, req.GetPodSandboxId(), containerConfig(req.GetConfig()))
 	if err != nil {
 		return nil, err

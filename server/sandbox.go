@@ -18,6 +18,9 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if req.GetConfig().GetMetadata() == nil {
 		return nil, invalid("config.metadata is required")
 	}
+	if err := checkSandboxProfiles(req.GetConfig().GetLinux().GetSecurityContext()); err != nil {
+		return nil, err
+	}
 	id, err := s.sandboxes.Run(ctx, sandboxConfig(req.GetConfig(), req.GetRuntimeHandler()))
 	if err != nil {
 		return nil, err

@@ -95,10 +95,15 @@ func (s *Server) Register(g *grpc.Server) {
 	runtimeapi.RegisterImageServiceServer(g, s)
 }
 
-// Interceptor logs every call and turns domain errors into gRPC statuses.
+// Interceptor refuses a request with an enum value the CRI does not define
+// (checkEnums), logs every call and turns domain errors into gRPC statuses.
 func (s *Server) Interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
-	resp, err := handler(ctx, req)
+	err := checkEnums(req)
+	var resp any
+	if err == nil {
+		resp, err = handler(ctx, req)
+	}
 	err = toStatus(err)
 	if err != nil {
 		s.log.Warn("CRI call failed", "method", info.FullMethod, "duration", time.Since(start), "err", err)
@@ -112,7 +117,7 @@ func (s *Server) Interceptor(ctx context.Context, req any, info *grpc.UnaryServe
 // unary ones: one log line, domain errors turned into gRPC statuses.
 func (s *Server) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
-	err := toStatus(handler(srv, ss))
+	err := toStatus(handler(srv, enumCheckedStream{ss}))
 	if err != nil {
 		s.log.Warn("CRI stream failed", "method", info.FullMethod, "duration", time.Since(start), "err", err)
 	} else {

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"strings"
-
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minicri/minicri/container"
@@ -124,43 +122,6 @@ func securityFromCRI(s *runtimeapi.LinuxContainerSecurityContext) container.Secu
 	if g := s.GetRunAsGroup(); g != nil {
 		v := g.GetValue()
 		out.RunAsGroup = &v
-	}
-	return out
-}
-
-// profileFromCRI reads a SecurityProfile, or the deprecated string form
-// ("runtime/default", "unconfined", "localhost/<path>"). Nothing set means
-// unconfined, as containerd does.
-func profileFromCRI(p *runtimeapi.SecurityProfile, legacy string) container.Profile {
-	if p != nil {
-		switch p.GetProfileType() {
-		case runtimeapi.SecurityProfile_RuntimeDefault:
-			return container.Profile{Type: container.ProfileRuntimeDefault}
-		case runtimeapi.SecurityProfile_Localhost:
-			return container.Profile{Type: container.ProfileLocalhost, Path: p.GetLocalhostRef()}
-		}
-		return container.Profile{Type: container.ProfileUnconfined}
-	}
-	switch {
-	case legacy == "runtime/default" || legacy == "docker/default":
-		return container.Profile{Type: container.ProfileRuntimeDefault}
-	case strings.HasPrefix(legacy, "localhost/"):
-		return container.Profile{Type: container.ProfileLocalhost, Path: strings.TrimPrefix(legacy, "localhost/")}
-	}
-	return container.Profile{Type: container.ProfileUnconfined}
-}
-
-// appArmorFromCRI is profileFromCRI but for nothing set, which leaves the
-// choice to the runtime (containerd: its default profile, kubernetes#51746).
-// A SecurityProfile's LocalhostRef is kept whatever its type, so that a
-// contradictory one can be refused.
-func appArmorFromCRI(p *runtimeapi.SecurityProfile, legacy string) container.Profile {
-	if p == nil && legacy == "" {
-		return container.Profile{Type: container.ProfileUnspecified}
-	}
-	out := profileFromCRI(p, legacy)
-	if p != nil {
-		out.Path = p.GetLocalhostRef()
 	}
 	return out
 }

@@ -67,12 +67,16 @@ func sandboxSecurityFromCRI(sc *runtimeapi.LinuxSandboxSecurityContext) sandbox.
 	return out
 }
 
+// sandboxProfile names every type; any other reads as RuntimeDefault,
+// never as the weakest choice.
 func sandboxProfile(p container.Profile) sandbox.SeccompProfile {
 	switch p.Type {
-	case container.ProfileRuntimeDefault:
-		return sandbox.SeccompProfile{Type: sandbox.SeccompRuntimeDefault}
+	case container.ProfileUnconfined:
+		return sandbox.SeccompProfile{Type: sandbox.SeccompUnconfined}
 	case container.ProfileLocalhost:
 		return sandbox.SeccompProfile{Type: sandbox.SeccompLocalhost, Path: p.Path}
+	case container.ProfileOCI:
+		return sandbox.SeccompProfile{Type: sandbox.SeccompOCI, Path: p.Path, Ref: p.Ref}
 	}
-	return sandbox.SeccompProfile{Type: sandbox.SeccompUnconfined}
+	return sandbox.SeccompProfile{Type: sandbox.SeccompRuntimeDefault}
 }

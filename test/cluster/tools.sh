@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CACHE_DIR=${MINICRI_TOOLS_CACHE:-/var/cache/minicri-tools}
 GO=${GO:-go}
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
 LOG=${E2E_BUILD_LOG:-$ROOT/_output/cluster/build-tools.log}
 mkdir -p "$(dirname "$LOG")"
 # shellcheck source=test/e2e/toolslib.sh disable=SC1091

@@ -31,7 +31,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
 NODES=${CLUSTER_NODES:-2}
 RUNTIME=${CLUSTER_RUNTIME:-minicri}
 PROXY_MODE=${CLUSTER_PROXY_MODE:-nftables}

@@ -6,7 +6,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
 # shellcheck source=test/conformance/ci-focus.sh
 . "$ROOT/test/conformance/ci-focus.sh"
 bin=$(CONFORMANCE_SUBSET= test/conformance/tools.sh "$ROOT/_output/conformance/bin-full")

@@ -26,7 +26,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
 DIR=$ROOT/test/conformance
 MODE=${CONFORMANCE_CLUSTER:-auto}
 case ${CONFORMANCE_SUBSET:-} in

@@ -23,7 +23,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
 : "${KUBECONFIG:?KUBECONFIG must name the admin kubeconfig of the cluster}"
 OUT=${CONFORMANCE_OUT:-$ROOT/_output/conformance}
 BIN=${CONFORMANCE_BIN:-$ROOT/_output/conformance/bin}

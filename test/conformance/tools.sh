@@ -22,7 +22,7 @@ K8S_VERSION=v1.37.2
 WRAPPER=$ROOT/test/e2e/tools/k8s-test
 CACHE_DIR=${MINICRI_TOOLS_CACHE:-/var/cache/minicri-tools}
 GO=${GO:-go}
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
 LOG=${CONFORMANCE_BUILD_LOG:-$ROOT/_output/conformance/build-tools.log}
 mkdir -p "$(dirname "$LOG")"
 

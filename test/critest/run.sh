@@ -21,7 +21,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
 
 OUT=${CRITEST_OUT:-$ROOT/_output/critest}
 CRITEST=${CRITEST:-$ROOT/_output/tools/critest}

@@ -38,7 +38,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
 E2E_DIR=$ROOT/test/e2e
 OUT=${E2E_OUT:-$ROOT/_output/e2e}
 MODES=${E2E_MODES:-standalone cluster}

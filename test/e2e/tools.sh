@@ -18,7 +18,7 @@ ETCD_VERSION=v3.7.3
 K8S_CMDS=(kubelet kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy)
 CACHE_DIR=${MINICRI_TOOLS_CACHE:-/var/cache/minicri-tools}
 GO=${GO:-go}
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
 LOG=${E2E_BUILD_LOG:-$ROOT/_output/e2e/build-tools.log}
 mkdir -p "$(dirname "$LOG")"
 

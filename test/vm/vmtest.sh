@@ -21,7 +21,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-export PATH=$PATH:/usr/local/go/bin
+. "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
 GO=${GO:-go}
 
 # CI's integration subset: what differs on a real node's shape (cgroup v2 only, systemd as
