@@ -23,10 +23,10 @@ const criFieldsDoc = "../docs/CRI-FIELDS.md"
 // carry. Names are the descriptors' full names without the package
 // ("SecurityProfile.ProfileType" for a nested enum).
 type criSurface struct {
-	fields map[string]bool            // "Message.field", or "Message" for one without fields
-	enums  map[string]map[string]bool // enum -> its value names
-	via    map[string]string          // key -> one request path that reaches it, for the messages
-	seen   map[protoreflect.FullName]bool
+	fields map[string]bool                // "Message.field", or "Message" for one without fields
+	enums  map[string]map[string]bool     // enum -> its value names
+	via    map[string]string              // field key or enum -> the first request path found to reach it
+	seen   map[protoreflect.FullName]bool // messages walked
 }
 
 func readCRISurface(t *testing.T) *criSurface {
