@@ -55,6 +55,25 @@ func (ms *metricSet) add(name string, v uint64, extra ...string) {
 	})
 }
 
+// addSeconds adds a metric the kernel counts in nanoseconds and cAdvisor
+// names in seconds: double_value carries the exact seconds (the 1.38
+// kubelet prefers it), value still the whole seconds older consumers read.
+func (ms *metricSet) addSeconds(name string, ns uint64, extra ...string) {
+	ms.add(name, ns/uint64(time.Second), extra...)
+	exact := float64(ns/uint64(time.Second)) + float64(ns%uint64(time.Second))/1e9
+	ms.out[len(ms.out)-1].DoubleValue = &runtimeapi.DoubleValue{Value: exact}
+}
+
+// addTime adds a time in seconds since the epoch, as addSeconds (a time
+// before the epoch is 0).
+func (ms *metricSet) addTime(name string, t time.Time) {
+	if t.Unix() < 0 {
+		ms.addSeconds(name, 0)
+		return
+	}
+	ms.addSeconds(name, uint64(t.Unix())*uint64(time.Second)+uint64(t.Nanosecond()))
+}
+
 func podMetricsToCRI(ps container.PodSample) *runtimeapi.PodSandboxMetrics {
 	pm := &runtimeapi.PodSandboxMetrics{PodSandboxId: ps.PodID}
 	set := &metricSet{ts: ps.Timestamp.UnixNano(), base: []string{ps.CgroupPath, ps.PodID, ""}}
@@ -79,14 +98,13 @@ func podMetricsToCRI(ps container.PodSample) *runtimeapi.PodSandboxMetrics {
 
 func containerMetricsToCRI(c container.Sample) []*runtimeapi.Metric {
 	set := &metricSet{ts: c.Timestamp.UnixNano(), base: []string{"/" + trimSlash(c.CgroupsPath), c.ID, c.ImageName}}
-	sec := func(ns uint64) uint64 { return ns / uint64(time.Second) }
 
-	set.add("container_cpu_usage_seconds_total", sec(c.CPUTotal))
-	set.add("container_cpu_user_seconds_total", sec(c.CPUUser))
-	set.add("container_cpu_system_seconds_total", sec(c.CPUSystem))
+	set.addSeconds("container_cpu_usage_seconds_total", c.CPUTotal)
+	set.addSeconds("container_cpu_user_seconds_total", c.CPUUser)
+	set.addSeconds("container_cpu_system_seconds_total", c.CPUSystem)
 	set.add("container_cpu_cfs_periods_total", c.CFSPeriods)
 	set.add("container_cpu_cfs_throttled_periods_total", c.CFSThrottledPeriods)
-	set.add("container_cpu_cfs_throttled_seconds_total", sec(c.CFSThrottledNanos))
+	set.addSeconds("container_cpu_cfs_throttled_seconds_total", c.CFSThrottledNanos)
 
 	set.add("container_memory_usage_bytes", c.MemoryUsage)
 	set.add("container_memory_max_usage_bytes", c.MemoryMaxUsage)
@@ -127,12 +145,12 @@ func containerMetricsToCRI(c container.Sample) []*runtimeapi.Metric {
 	set.add("container_file_descriptors", c.FileDescriptors)
 	set.add("container_sockets", c.Sockets)
 
-	set.add("container_last_seen", nonNegative(c.Timestamp.Unix()))
+	set.addTime("container_last_seen", c.Timestamp)
 	start := c.Status.StartedAt
 	if start.IsZero() {
 		start = c.CreatedAt
 	}
-	set.add("container_start_time_seconds", nonNegative(start.Unix()))
+	set.addTime("container_start_time_seconds", start)
 
 	r := c.Config.Resources
 	period, shares := nonNegative(r.CPUPeriod), nonNegative(r.CPUShares)

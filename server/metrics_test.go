@@ -57,3 +57,44 @@ func TestEveryMetricHasADescriptorWithItsLabels(t *testing.T) {
 		t.Fatalf("labels = %v", v.LabelValues)
 	}
 }
+
+// TestFractionalMetricsCarryDoubleValue: every metric counted in seconds
+// (CPU time, CFS throttled time, the start and last-seen times) carries its
+// exact value in double_value, which the 1.38 kubelet prefers, and still
+// the whole seconds in value for older consumers; the others carry no
+// double_value.
+func TestFractionalMetricsCarryDoubleValue(t *testing.T) {
+	var c container.Sample
+	c.ID, c.CgroupsPath, c.ImageName = "ctr", "minicri/pod/ctr", "busybox"
+	c.CPUTotal, c.CPUUser, c.CPUSystem = 1_500_000_000, 1_250_000_000, 250_000_000
+	c.CFSThrottledNanos = 3_000_000_001
+	c.Timestamp = time.Unix(1_800_000_000, 750_000_000)
+	c.Status.StartedAt = time.Unix(1_700_000_000, 500_000_000)
+	c.CFSPeriods, c.MemoryUsage = 7, 4096
+	want := map[string]struct {
+		double float64
+		value  uint64
+	}{
+		"container_cpu_usage_seconds_total":         {1.5, 1},
+		"container_cpu_user_seconds_total":          {1.25, 1},
+		"container_cpu_system_seconds_total":        {0.25, 0},
+		"container_cpu_cfs_throttled_seconds_total": {3.000000001, 3},
+		"container_last_seen":                       {1_800_000_000.75, 1_800_000_000},
+		"container_start_time_seconds":              {1_700_000_000.5, 1_700_000_000},
+	}
+	for _, m := range containerMetricsToCRI(c) {
+		w, fractional := want[m.Name]
+		switch {
+		case fractional && (m.GetDoubleValue() == nil || m.GetDoubleValue().GetValue() != w.double):
+			t.Errorf("%s: double_value %v, want %v", m.Name, m.GetDoubleValue(), w.double)
+		case fractional && m.GetValue().GetValue() != w.value:
+			t.Errorf("%s: value %d, want %d (the whole seconds, for older consumers)", m.Name, m.GetValue().GetValue(), w.value)
+		case !fractional && m.GetDoubleValue() != nil:
+			t.Errorf("%s: double_value %v on a metric that is not fractional", m.Name, m.GetDoubleValue())
+		}
+		delete(want, m.Name)
+	}
+	for name := range want {
+		t.Errorf("no metric %s", name)
+	}
+}
