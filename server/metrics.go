@@ -67,11 +67,12 @@ func (ms *metricSet) addSeconds(name string, ns uint64, extra ...string) {
 // addTime adds a time in seconds since the epoch, as addSeconds (a time
 // before the epoch is 0).
 func (ms *metricSet) addTime(name string, t time.Time) {
-	if t.Unix() < 0 {
+	ns := t.UnixNano()
+	if t.Unix() < 0 || ns < 0 { // before the epoch, or past 2262 (UnixNano overflows)
 		ms.addSeconds(name, 0)
 		return
 	}
-	ms.addSeconds(name, uint64(t.Unix())*uint64(time.Second)+uint64(t.Nanosecond()))
+	ms.addSeconds(name, uint64(ns))
 }
 
 func podMetricsToCRI(ps container.PodSample) *runtimeapi.PodSandboxMetrics {
