@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -87,7 +88,12 @@ func (s *Store) find(ref, manifest string) *Info {
 func classify(err error) error {
 	switch {
 	case errors.Is(err, ErrInvalid):
-		return err
+		// The refusal came back wrapped ("fetch <ref>: ..."): the
+		// well-known message goes first again.
+		if strings.HasPrefix(err.Error(), ErrInvalid.Error()) {
+			return err
+		}
+		return fmt.Errorf("%w: %s", ErrInvalid, strings.Replace(err.Error(), ErrInvalid.Error()+": ", "", 1))
 	case errors.Is(err, image.ErrRegistryUnavailable):
 		return fmt.Errorf("%w: %w", ErrRegistryUnavailable, err)
 	case errors.Is(err, image.ErrBadArtifact), errors.Is(err, image.ErrInvalidReference):

@@ -51,7 +51,7 @@ func (f *fakeRegistry) FetchSmallArtifact(_ context.Context, ref string, _ *imag
 	}
 	d, _, err := choose(ManifestType, f.manifest)
 	if err != nil {
-		return image.SmallArtifact{}, err
+		return image.SmallArtifact{}, fmt.Errorf("fetch %s: %w", ref, err) // as image wraps it
 	}
 	return image.SmallArtifact{Ref: ref, Manifest: f.manifest, ManifestDigest: digestOf(f.manifest), BlobDigest: d, Blob: f.layer}, nil
 }
