@@ -249,3 +249,35 @@ func TestSecurityProfileHostileRefused(t *testing.T) {
 		t.Errorf("registry down: %v, want Unavailable, RegistryUnavailable", err)
 	}
 }
+
+// TestSecurityProfileOnRuntimeDefault: with no base_profile the base is the
+// runtime default (moby's profile, whose clone rule has conditions): the
+// pulled profile's denial holds, and the shell still forks and runs a
+// command, which both allow.
+func TestSecurityProfileOnRuntimeDefault(t *testing.T) {
+	srv := startRegistry(t, fixture.Options{})
+	i := newInstance(t, withRegistry())
+	hostsFor(t, i, profileHost, srv.URL)
+	i.pull(t, busybox)
+	ref := pushProfile(t, srv, "minicri/nomkdir", fixture.SeccompProfileConfigType, denyMkdir)
+	if _, err := i.pullProfile(ref, nil); err != nil {
+		t.Fatal(err)
+	}
+	podID, pod := i.podWithLogs(t, "oci-default")
+	cfg := ctrConfig("oci-default", "mkdir /tmp/d 2>&1; echo mkdir=$?; ls / >/dev/null; echo ls=$?")
+	cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{
+		ProfileType: runtimeapi.SecurityProfile_OCI, OciRef: ref}}
+	id := i.run(t, podID, pod, cfg)
+	if st := i.waitExited(t, id, 30*time.Second); st.GetExitCode() != 0 {
+		t.Errorf("exit code %d", st.GetExitCode())
+	}
+	var got strings.Builder
+	for _, l := range readLog(t, filepath.Join(pod.LogDirectory, cfg.LogPath)) {
+		got.WriteString(l.content + "\n")
+	}
+	for _, want := range []string{"Operation not permitted", "mkdir=1", "ls=0"} {
+		if !strings.Contains(got.String(), want) {
+			t.Errorf("want %q in the container's output:\n%s", want, got.String())
+		}
+	}
+}
