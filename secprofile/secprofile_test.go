@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/minicri/minicri/image"
@@ -40,12 +42,12 @@ func manifestFor(config, artifactType string, layers ...string) []byte {
 type fakeRegistry struct {
 	manifest []byte
 	layer    []byte
-	fetches  int
+	fetches  atomic.Int32
 	err      error
 }
 
 func (f *fakeRegistry) FetchSmallArtifact(_ context.Context, ref string, _ *image.AuthConfig, maxM, maxB int64, choose image.ChooseBlob) (image.SmallArtifact, error) {
-	f.fetches++
+	f.fetches.Add(1)
 	if f.err != nil {
 		return image.SmallArtifact{}, f.err
 	}
@@ -72,7 +74,7 @@ func TestPullCachedListRemoveReopen(t *testing.T) {
 			t.Fatalf("pull %d: cached %v, %v; want %v", i, cached, err, want)
 		}
 	}
-	if reg.fetches != 1 {
+	if reg.fetches.Load() != 1 {
 		t.Errorf("%d fetches, want 1: a present profile needs no registry request", reg.fetches)
 	}
 	other := "other.example/x@" + digestOf(reg.manifest)
@@ -165,7 +167,7 @@ func TestPullRequestRefusals(t *testing.T) {
 	if !errors.Is(err, ErrRegistryUnavailable) || !strings.HasPrefix(err.Error(), "RegistryUnavailable") {
 		t.Errorf("unreachable: %v", err)
 	}
-	if reg.fetches != 1 {
+	if reg.fetches.Load() != 1 {
 		t.Errorf("%d fetches, want 1 (refused requests need none)", reg.fetches)
 	}
 }
@@ -185,4 +187,48 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted %q", data)
 		}
 	})
+}
+
+// TestConcurrentCalls: pulls, lists, lookups and removes at once (run with
+// -race) leave a consistent store: each profile either listed with its
+// record and bytes on disk, or gone from both.
+func TestConcurrentCalls(t *testing.T) {
+	dir := t.TempDir()
+	reg := &fakeRegistry{manifest: manifestFor(ConfigType, "", goodProfile), layer: []byte(goodProfile)}
+	s, err := Open(dir, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := digestOf([]byte(goodProfile))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for n := range 50 {
+				ref := fmt.Sprintf("registry.example/p%d@%s", g, digestOf(reg.manifest))
+				switch (g + n) % 4 {
+				case 0:
+					if _, err := s.Pull(context.Background(), ref, nil, KindSeccomp); err != nil {
+						t.Error(err)
+					}
+				case 1:
+					_ = s.List()
+				case 2:
+					_, _, _ = s.Lookup(ref)
+				default:
+					if err := s.Remove(digest); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	listed := len(s.List()) == 1
+	onDisk := exists(s.profilePath(digest)) && exists(s.recordPath(digest))
+	if listed != onDisk {
+		t.Errorf("listed %v, on disk %v", listed, onDisk)
+	}
+	if again, err := Open(dir, reg, nil); err != nil || len(again.List()) != len(s.List()) {
+		t.Errorf("reopened: %v, %v", again.List(), err)
+	}
 }

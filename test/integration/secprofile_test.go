@@ -85,6 +85,9 @@ func TestSecurityProfilePullCachedListRemoveRestart(t *testing.T) {
 	srv := startRegistry(t, fixture.Options{Username: "prof", Password: "s3cret"})
 	i := newInstance(t, withRegistry())
 	hostsFor(t, i, profileHost, srv.URL)
+	if st, err := i.rt.Status(ctx(t), &runtimeapi.StatusRequest{}); err != nil || !st.GetFeatures().GetSeccompProfileOci() {
+		t.Errorf("RuntimeFeatures.seccomp_profile_oci not advertised: %v %v", st.GetFeatures(), err)
+	}
 	ref := pushProfile(t, srv, "minicri/strict", fixture.SeccompProfileConfigType, denyMkdir)
 	auth := &runtimeapi.AuthConfig{Username: "prof", Password: "s3cret"}
 	if _, err := i.pullProfile(ref, nil); err == nil {
