@@ -75,7 +75,7 @@ func TestPullCachedListRemoveReopen(t *testing.T) {
 		}
 	}
 	if reg.fetches.Load() != 1 {
-		t.Errorf("%d fetches, want 1: a present profile needs no registry request", reg.fetches)
+		t.Errorf("%d fetches, want 1: a present profile needs no registry request", reg.fetches.Load())
 	}
 	other := "other.example/x@" + digestOf(reg.manifest)
 	if cached, err := s.Pull(context.Background(), other, nil, KindSeccomp); err != nil || !cached {
@@ -168,7 +168,7 @@ func TestPullRequestRefusals(t *testing.T) {
 		t.Errorf("unreachable: %v", err)
 	}
 	if reg.fetches.Load() != 1 {
-		t.Errorf("%d fetches, want 1 (refused requests need none)", reg.fetches)
+		t.Errorf("%d fetches, want 1 (refused requests need none)", reg.fetches.Load())
 	}
 }
 
