@@ -49,6 +49,9 @@ func (m *Manager) Create(ctx context.Context, podID string, cfg Config) (string,
 	if err := m.checkAgainstPod(pod, &cfg.Security); err != nil {
 		return "", err
 	}
+	if err := m.resolveSeccompOCI(&cfg.Security.Seccomp); err != nil {
+		return "", err
+	}
 	id := idindex.NewID()
 	key := nameKey(pod.ID, cfg)
 	if err := m.names.reserve(key, id); err != nil {

@@ -45,6 +45,9 @@ type Options struct {
 	// Restorer makes containers from checkpoints (restoring.go); nil: no
 	// image is a checkpoint.
 	Restorer Restorer
+	// OCIProfiles finds pulled seccomp profiles (seccomp_oci.go); nil:
+	// none is present.
+	OCIProfiles OCIProfiles
 }
 
 // Manager owns every container of one minicri instance.

@@ -24,7 +24,7 @@ import (
 // containers: the restorer it makes containers from checkpoints with, and
 // the checkpointer (which thaws what an interrupted CheckpointPod left
 // frozen).
-func newContainers(ctx context.Context, cfg config.Config, images *image.Store, sandboxes *sandbox.Manager,
+func newContainers(ctx context.Context, cfg config.Config, images *image.Store, profiles container.OCIProfiles, sandboxes *sandbox.Manager,
 	handlers container.Runtimes, bus *events.Broker, hooks container.Hooks, log *slog.Logger) (*container.Manager, *checkpoint.Checkpointer, *apparmor.Host, error) {
 	caps, err := security.HostCapabilities()
 	if err != nil {
@@ -36,7 +36,7 @@ func newContainers(ctx context.Context, cfg config.Config, images *image.Store, 
 	opts := container.Options{
 		Root: cfg.Root, State: cfg.State, Images: images, Pods: pods{sandboxes}, HostCaps: caps,
 		AppArmor: aa, Log: log, Events: bus, Runtimes: handlers, Hooks: hooks,
-		Restorer: checkpoint.NewRestorer(images, log),
+		Restorer: checkpoint.NewRestorer(images, log), OCIProfiles: profiles,
 	}
 	if cfg.CDI.Enable {
 		reg, err := cdi.New(cfg.CDI.SpecDirs, log)

@@ -30,6 +30,7 @@ import (
 	"github.com/minicri/minicri/network"
 	"github.com/minicri/minicri/ocirt"
 	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/secprofile"
 	"github.com/minicri/minicri/server"
 	"github.com/minicri/minicri/streaming"
 )
@@ -63,7 +64,7 @@ func Run(cfg config.Config) error {
 		return err
 	}
 	defer func() { logIf(log, "stop telemetry", obs.stop()) }()
-	images, err := newImageStore(cfg, exe, obs.pullObserver(), log)
+	images, profiles, err := newStores(cfg, exe, obs.pullObserver(), log)
 	if err != nil {
 		return err
 	}
@@ -83,13 +84,13 @@ func Run(cfg config.Config) error {
 	sandboxes, err := sandbox.New(ctx, sandbox.Options{
 		Root: cfg.Root, State: cfg.State, Exe: exe, PausePath: pause,
 		CgroupParent: cgParent, CgroupDriver: cgDriver, Network: net, Containers: hooks, Log: log, Events: bus,
-		Handlers: handlers,
-		Hooks:    nriHooks.sandbox(),
+		Handlers: handlers, OCIProfiles: profiles,
+		Hooks: nriHooks.sandbox(),
 	})
 	if err != nil {
 		return err
 	}
-	containers, ckpts, aa, err := newContainers(ctx, cfg, images, sandboxes, handlers, bus, nriHooks.container(), log)
+	containers, ckpts, aa, err := newContainers(ctx, cfg, images, profiles, sandboxes, handlers, bus, nriHooks.container(), log)
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func Run(cfg config.Config) error {
 		log.Warn("image GC after recovery", "err", err)
 	}
 	return serveCRI(ctx, node{cfg: cfg, log: log, pause: pause, net: net, cgDriver: cgDriver, obs: obs,
-		images: images, handlers: handlers, bus: bus, sandboxes: sandboxes, containers: containers, ckpts: ckpts, aa: aa})
+		images: images, profiles: profiles, handlers: handlers, bus: bus, sandboxes: sandboxes, containers: containers, ckpts: ckpts, aa: aa})
 }
 
 // node is what Run has built: the domain managers and what serves them.
@@ -119,6 +120,7 @@ type node struct {
 	cgDriver   cgdriver.Driver
 	obs        *observability
 	images     *image.Store
+	profiles   *secprofile.Store
 	handlers   *ocirt.Handlers
 	bus        *events.Broker
 	sandboxes  *sandbox.Manager
@@ -139,7 +141,7 @@ func serveCRI(ctx context.Context, n node) error {
 	if err := n.obs.serveMetrics(sandboxes, containers); err != nil {
 		return errors.Join(err, stream.Stop())
 	}
-	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Checkpoints: n.ckpts, Images: n.images, Network: n.net,
+	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Checkpoints: n.ckpts, Images: n.images, Profiles: n.profiles, Network: n.net,
 		Streaming: stream, Events: n.bus, Log: log, SystemdCgroups: n.cgDriver == cgdriver.Systemd, Handlers: handlerInfo(n.handlers),
 		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(n.aa)}})
 	ln, err := listen(cfg)
@@ -280,6 +282,21 @@ func listen(cfg config.Config) (net.Listener, error) {
 		return nil, fmt.Errorf("chown socket: %w", err)
 	}
 	return ln, nil
+}
+
+// newStores opens the image store and the store of pulled security
+// profiles (root/secprofiles), which pulls through the former's registry
+// access.
+func newStores(cfg config.Config, exe string, obs image.PullObserver, log *slog.Logger) (*image.Store, *secprofile.Store, error) {
+	images, err := newImageStore(cfg, exe, obs, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	profiles, err := secprofile.Open(filepath.Join(cfg.Root, "secprofiles"), images, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return images, profiles, nil
 }
 
 func newImageStore(cfg config.Config, exe string, obs image.PullObserver, log *slog.Logger) (*image.Store, error) {

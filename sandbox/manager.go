@@ -45,6 +45,7 @@ type Options struct {
 	Events       *events.Broker // lifecycle events; nil: nobody listens
 	Handlers     Handlers       // RuntimeClass handlers; nil: only the built-in ""
 	Hooks        Hooks          // NRI; nil: none
+	OCIProfiles  OCIProfiles    // pulled seccomp profiles; nil: none is present
 }
 
 // Manager owns every sandbox of one minicri instance.

@@ -28,6 +28,9 @@ const createTimeout = 4 * time.Minute
 // the same pod while the first is in flight (a kubelet retrying after its RPC
 // timed out) returns the first call's pod once it is ready.
 func (m *Manager) Run(ctx context.Context, cfg Config) (string, error) {
+	if err := m.resolveSeccompOCI(&cfg.Security.Seccomp); err != nil { // security.go
+		return "", err
+	}
 	if err := validate(&cfg); err != nil {
 		return "", err
 	}

@@ -30,6 +30,34 @@ type SeccompProfile struct {
 	Type SeccompType `json:"type"`
 	Path string      `json:"path,omitempty"` // SeccompLocalhost: the profile file; SeccompOCI: its Localhost base
 	Ref  string      `json:"ref,omitempty"`  // SeccompOCI: the digest-pinned reference
+	// Digest is the pulled profile Ref resolved to at RunPodSandbox
+	// (recorded: the pause keeps its own filter, so only the check needs it).
+	Digest string `json:"digest,omitempty"`
+}
+
+// OCIProfiles resolves the oci_ref of a seccomp profile pulled with
+// PullSecurityProfile (secprofile.Store, wired by the daemon); it never
+// pulls. Its "not present" error wraps errdefs.ErrFailedPrecondition.
+type OCIProfiles interface {
+	Lookup(ref string) (digest string, profile *specs.LinuxSeccomp, err error)
+}
+
+// resolveSeccompOCI finds the pulled profile a pod's OCI seccomp profile
+// names, or fails the RunPodSandbox (never pulling it).
+func (m *Manager) resolveSeccompOCI(p *SeccompProfile) error {
+	if p.Type != SeccompOCI {
+		p.Digest = ""
+		return nil
+	}
+	if m.opts.OCIProfiles == nil {
+		return fmt.Errorf("%w: pod seccomp profile %s is not present (no profile store)", ErrFailedPrecondition, p.Ref)
+	}
+	digest, _, err := m.opts.OCIProfiles.Lookup(p.Ref)
+	if err != nil {
+		return fmt.Errorf("pod seccomp profile: %w", err)
+	}
+	p.Digest = digest
+	return nil
 }
 
 // Security is what the pod's LinuxSandboxSecurityContext asks of its pause
@@ -100,7 +128,8 @@ func checkID(what string, id int64, mapped []idmap.Mapping) error {
 	return nil
 }
 
-// checkSeccomp loads a Localhost profile as the container path does.
+// checkSeccomp loads a Localhost profile (or an OCI profile's Localhost
+// base) as the container path does; an OCI profile must be resolved.
 func checkSeccomp(p SeccompProfile) error {
 	switch p.Type {
 	case SeccompUnconfined, SeccompRuntimeDefault:
@@ -110,7 +139,12 @@ func checkSeccomp(p SeccompProfile) error {
 		return nil
 	case SeccompLocalhost:
 	case SeccompOCI:
-		return fmt.Errorf("%w: pod seccomp profile %s is not present (PullSecurityProfile pulls it; RunPodSandbox never does)", ErrFailedPrecondition, p.Ref)
+		if p.Digest == "" {
+			return fmt.Errorf("%w: pod seccomp profile %s is not present (PullSecurityProfile pulls it; RunPodSandbox never does)", ErrFailedPrecondition, p.Ref)
+		}
+		if p.Path == "" { // on the runtime default
+			return nil
+		}
 	default:
 		return fmt.Errorf("%w: unknown pod seccomp profile type %d", ErrInvalid, p.Type)
 	}

@@ -1,5 +1,7 @@
 package security
 
+import specs "github.com/opencontainers/runtime-spec/specs-go"
+
 // ProfileType selects a seccomp or AppArmor profile.
 type ProfileType int
 
@@ -23,4 +25,10 @@ type Profile struct {
 	Type ProfileType `json:"type"`
 	Path string      `json:"path,omitempty"` // ProfileLocalhost: the profile file (seccomp) or name (AppArmor); ProfileOCI: its Localhost base
 	Ref  string      `json:"ref,omitempty"`  // ProfileOCI: the digest-pinned reference it was pulled by
+	// Digest and OCI are the pulled profile ProfileOCI resolved to when the
+	// container was created (its store's digest, its filter): kept in the
+	// container's record, so that a restart or recovery needs no store and
+	// a RemoveSecurityProfile changes no container.
+	Digest string              `json:"digest,omitempty"`
+	OCI    *specs.LinuxSeccomp `json:"oci,omitempty"`
 }

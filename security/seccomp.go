@@ -21,7 +21,9 @@ import (
 //   - Unconfined: no seccomp;
 //   - RuntimeDefault: moby's default profile (github.com/moby/profiles);
 //   - Localhost: the JSON file at Path, in Docker/moby format or OCI
-//     format (moby's loader accepts both; containerd reads OCI only).
+//     format (moby's loader accepts both; containerd reads OCI only);
+//   - OCI: the pulled profile (OCI, resolved by the caller) intersected
+//     with its base, Localhost (Path) or RuntimeDefault (Intersect).
 func Seccomp(p Profile, privileged bool, spec *specs.Spec) (*specs.LinuxSeccomp, error) {
 	if privileged {
 		return nil, nil
@@ -39,22 +41,54 @@ func Seccomp(p Profile, privileged bool, spec *specs.Spec) (*specs.LinuxSeccomp,
 		}
 		return sc, nil
 	case ProfileLocalhost:
-		path := strings.TrimPrefix(p.Path, "localhost/")
-		if path == "" || !filepath.IsAbs(path) {
-			return nil, fmt.Errorf("%w: seccomp localhost profile %q is not an absolute path", errdefs.ErrInvalid, p.Path)
-		}
-		body, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("%w: failed to load seccomp profile %q: %w", errdefs.ErrInvalid, path, err)
-		}
-		sc, err := seccomp.LoadProfile(string(body), spec)
-		if err != nil {
-			return nil, fmt.Errorf("%w: failed to load seccomp profile %q: %w", errdefs.ErrInvalid, path, err)
-		}
-		return sc, nil
+		return localhostSeccomp(p.Path, spec)
 	case ProfileOCI:
-		return nil, fmt.Errorf("%w: seccomp profile %s is not present (PullSecurityProfile pulls it; a create never does)", errdefs.ErrFailedPrecondition, p.Ref)
+		return seccompOCI(p, spec)
 	default:
 		return nil, fmt.Errorf("%w: unknown seccomp profile type %d", errdefs.ErrInvalid, p.Type)
 	}
+}
+
+// localhostSeccomp loads the Localhost profile at path.
+func localhostSeccomp(path string, spec *specs.Spec) (*specs.LinuxSeccomp, error) {
+	orig := path
+	path = strings.TrimPrefix(path, "localhost/")
+	if path == "" || !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("%w: seccomp localhost profile %q is not an absolute path", errdefs.ErrInvalid, orig)
+	}
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: failed to load seccomp profile %q: %w", errdefs.ErrInvalid, path, err)
+	}
+	sc, err := seccomp.LoadProfile(string(body), spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: failed to load seccomp profile %q: %w", errdefs.ErrInvalid, path, err)
+	}
+	return sc, nil
+}
+
+// seccompOCI is a pulled profile on its base: never pulled here; one the
+// caller did not resolve is not present.
+func seccompOCI(p Profile, spec *specs.Spec) (*specs.LinuxSeccomp, error) {
+	if p.OCI == nil {
+		return nil, fmt.Errorf("%w: seccomp profile %s is not present (PullSecurityProfile pulls it; a create never does)", errdefs.ErrFailedPrecondition, p.Ref)
+	}
+	var base *specs.LinuxSeccomp
+	var err error
+	if p.Path != "" {
+		base, err = localhostSeccomp(p.Path, spec)
+	} else {
+		base, err = seccomp.GetDefaultProfile(spec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("base of seccomp profile %s: %w", p.Ref, err)
+	}
+	if base == nil { // a base profile that confines nothing
+		base = &specs.LinuxSeccomp{DefaultAction: specs.ActAllow}
+	}
+	sc, err := Intersect(p.OCI, base)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp profile %s on its base: %w", p.Ref, err)
+	}
+	return sc, nil
 }

@@ -6,6 +6,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minicri/minicri/secprofile"
 )
 
 // unknownEnum names the first enum value in m that its enum does not
@@ -82,6 +85,10 @@ func checkEnums(req any) error {
 		return nil
 	}
 	if p := unknownEnum(m.ProtoReflect(), ""); p != "" {
+		if _, ok := req.(*runtimeapi.PullSecurityProfileRequest); ok {
+			// A permanent refusal, which the kubelet must not retry.
+			return invalid(secprofile.ErrInvalid.Error() + ": request field " + p)
+		}
 		return invalid("request field " + p)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/minicri/minicri/hook"
 	"github.com/minicri/minicri/image"
 	"github.com/minicri/minicri/sandbox"
+	"github.com/minicri/minicri/secprofile"
 )
 
 // codeOf maps domain errors to gRPC codes. It is the only place that does.
@@ -20,6 +21,11 @@ var codeOf = []struct {
 	err  error
 	code codes.Code
 }{
+	// First: their messages start with the CRI's well-known prefixes
+	// (SecurityProfileInvalid, RegistryUnavailable), whatever they wrap.
+	{secprofile.ErrInvalid, codes.InvalidArgument},
+	{secprofile.ErrRegistryUnavailable, codes.Unavailable},
+	{secprofile.ErrNotPresent, codes.FailedPrecondition},
 	{sandbox.ErrInvalid, codes.InvalidArgument},
 	{sandbox.ErrNotFound, codes.NotFound},
 	{sandbox.ErrAlreadyExists, codes.AlreadyExists},

@@ -30,14 +30,7 @@ func (s *Server) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest
 	if err := s.checkImageHandler(req.GetImage()); err != nil {
 		return nil, err
 	}
-	var auth *image.AuthConfig
-	if a := req.GetAuth(); a != nil {
-		auth = &image.AuthConfig{
-			Username: a.GetUsername(), Password: a.GetPassword(), Auth: a.GetAuth(),
-			ServerAddress: a.GetServerAddress(), IdentityToken: a.GetIdentityToken(), RegistryToken: a.GetRegistryToken(),
-		}
-	}
-	img, err := s.images.Pull(ctx, ref, auth)
+	img, err := s.images.Pull(ctx, ref, authFromCRI(req.GetAuth()))
 	if err != nil {
 		return nil, err
 	}

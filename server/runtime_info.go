@@ -31,7 +31,10 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 			netReady,
 		}},
 		RuntimeHandlers: s.runtimeHandlers(),
-		Features:        &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true},
+		// seccomp_profile_oci: OCI seccomp profiles of pods and containers
+		// and the three security profile RPCs work (with a profile store).
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true,
+			SeccompProfileOci: s.profiles != nil},
 	}
 	if req.GetVerbose() {
 		info, _ := json.Marshal(map[string]any{"runtime": RuntimeName, "version": RuntimeVersion})

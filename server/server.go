@@ -48,6 +48,7 @@ type Server struct {
 	sandboxes  Sandboxes
 	containers Containers
 	images     Images
+	profiles   Profiles
 	network    Network
 	streaming  Streaming
 	events     Events
@@ -64,6 +65,7 @@ type Deps struct {
 	Sandboxes  Sandboxes
 	Containers Containers
 	Images     Images
+	Profiles   Profiles // nil: the security profile RPCs are unimplemented
 	Network    Network
 	Streaming  Streaming // nil: Exec, Attach and PortForward are unimplemented
 	Events     Events
@@ -84,7 +86,7 @@ type Deps struct {
 
 // New creates the server.
 func New(d Deps) *Server {
-	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, network: d.Network,
+	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, profiles: d.Profiles, network: d.Network,
 		streaming: d.Streaming, events: d.Events, log: d.Log, config: d.Config,
 		systemd: d.SystemdCgroups, handlers: d.Handlers, checkpoints: d.Checkpoints}
 }

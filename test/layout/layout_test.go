@@ -104,7 +104,7 @@ func TestInternalImportsOnlyInternal(t *testing.T) {
 func TestAdaptersStayBelowTheDomain(t *testing.T) {
 	forbidden := []string{"container", "sandbox", "network", "image", "monitor",
 		"server", "streaming", "daemon", "checkpoint", "nri",
-		"stats", "user", "devices", "security", "imagevolume", "execio"}
+		"stats", "user", "devices", "security", "imagevolume", "execio", "secprofile"}
 	adapters := map[string]bool{"ocirt": true, "cgdriver": true, "cdi": true,
 		"apparmor": true, "telemetry": true}
 	found := 0
@@ -255,6 +255,27 @@ func TestContainerRoomsStayBelowIt(t *testing.T) {
 		"imagevolume": func(imp string) bool { return imp == "image" || onlyInternal(imp) },
 		"execio":      func(imp string) bool { return imp == "ocirt" || onlyInternal(imp) },
 	}, ": a room below container/ must stay below it")
+}
+
+// TestSecProfileStaysARoom: the store of pulled security profiles
+// (KEP-6061) is a domain room of its own: of the project it imports only
+// image (the registry access of image pulls) and internal/ helpers, as its
+// doc.go says; container/ and sandbox/ see it through their own
+// interfaces, wired by the daemon, and never import it.
+func TestSecProfileStaysARoom(t *testing.T) {
+	importsOnly(t, map[string]func(string) bool{
+		"secprofile": func(imp string) bool { return imp == "image" || under(imp, "internal") },
+	}, ": secprofile imports of the project only image and internal/")
+	for _, p := range list(t) {
+		if p.path != "container" && p.path != "sandbox" && p.path != "security" {
+			continue
+		}
+		for _, imp := range p.imports {
+			if under(imp, "secprofile") {
+				t.Errorf("%s imports %s: it sees the profile store through its own interface", p.path, imp)
+			}
+		}
+	}
 }
 
 // TestContainerPackageStaysSmall: container/ holds what a container is
