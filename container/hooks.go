@@ -131,6 +131,14 @@ func hookSeccomp(p Profile) hook.SeccompProfile {
 		return hook.SeccompProfile{Type: hook.SeccompRuntimeDefault}
 	case ProfileLocalhost:
 		return hook.SeccompProfile{Type: hook.SeccompLocalhost, Path: p.Path}
+	case ProfileOCI:
+		// NRI has no type for a profile pulled from a registry: it is
+		// reported as its base, which its filter is at least as strict as
+		// (it was reported as Unconfined).
+		if p.Path != "" {
+			return hook.SeccompProfile{Type: hook.SeccompLocalhost, Path: p.Path}
+		}
+		return hook.SeccompProfile{Type: hook.SeccompRuntimeDefault}
 	default:
 		return hook.SeccompProfile{Type: hook.SeccompUnconfined}
 	}

@@ -26,6 +26,15 @@ func TestInfoHook(t *testing.T) {
 			t.Errorf("%s: %+v", state, h)
 		}
 	}
+	for base, want := range map[string]hook.SeccompProfile{
+		"":        {Type: hook.SeccompRuntimeDefault},
+		"/b.json": {Type: hook.SeccompLocalhost, Path: "/b.json"},
+	} {
+		info.Config.Security.Seccomp = Profile{Type: ProfileOCI, Ref: "r@sha256:1", Path: base}
+		if got := info.Hook().Seccomp; got != want {
+			t.Errorf("OCI profile on base %q = %+v, want its base %+v (never unconfined)", base, got, want)
+		}
+	}
 	info.Config.Security.Seccomp = Profile{Type: ProfileUnspecified}
 	if s := info.Hook().Seccomp.Type; s != hook.SeccompUnconfined {
 		t.Errorf("unspecified seccomp profile = %v, want unconfined (the CRI's default)", s)
