@@ -34,18 +34,25 @@ func Probe() Host {
 	if err := unix.Statfs(Root, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
 		return Host{}
 	}
-	h := Host{Unified: true}
+	return Host{Unified: true, Options: HostOptions()}
+}
+
+// HostOptions are the options of the host's mount at Root that a mount in
+// the host's cgroup namespace must keep (nsdelegate, memory_recursiveprot);
+// none when mountinfo cannot be read.
+func HostOptions() []string {
 	info, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(Root))
 	if err != nil || len(info) == 0 {
-		return h
+		return nil
 	}
+	var out []string
 	// The last entry is the top of a stack of mounts on Root.
 	for _, opt := range strings.Split(info[len(info)-1].VFSOptions, ",") {
 		if opt == optNSDelegate || opt == optMemoryRecursiveProt {
-			h.Options = append(h.Options, opt)
+			out = append(out, opt)
 		}
 	}
-	return h
+	return out
 }
 
 // Delegate hands the cgroup directory dir (on the host) to uid and gid,
