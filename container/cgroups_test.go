@@ -113,4 +113,3 @@ func TestOwnCgroupNS(t *testing.T) {
 		t.Error("ownCgroupNS(nil)")
 	}
 }
-
