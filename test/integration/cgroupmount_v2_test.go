@@ -26,7 +26,7 @@ for p in $(cat cgroup.procs); do echo $p > leaf/cgroup.procs 2>/dev/null || true
 echo +memory > cgroup.subtree_control
 mkdir child
 echo 67108864 > child/memory.max
-sleep 1000 &
+sleep 1000 </dev/null >/dev/null 2>&1 &
 echo $! > child/cgroup.procs
 echo "max=$(cat child/memory.max)"
 echo "cgroup=$(cat /proc/$!/cgroup)"
