@@ -37,7 +37,7 @@ func expected(r Request, h Host) want {
 		return want{err: errdefs.ErrInvalid} // "MUST fail ... READ_WRITE with NODE when the container is not privileged"
 	case r.Namespace == Container && !h.Unified:
 		return want{err: errdefs.ErrFailedPrecondition} // minicri: no cgroup namespace on v1
-	case r.Mode == ReadWrite && !(h.Unified && slices.Contains(h.Options, "nsdelegate")):
+	case r.Mode == ReadWrite && (!h.Unified || !slices.Contains(h.Options, "nsdelegate")):
 		return want{err: errdefs.ErrFailedPrecondition} // "requires the host to mount cgroup v2 with nsdelegate"
 	}
 	own := r.Namespace == Container || (r.Namespace == Default && h.Unified && !r.Privileged)
