@@ -82,3 +82,14 @@ func ownCgroupNS(s *specs.Spec) bool {
 		return n.Type == specs.CgroupNamespace && n.Path == ""
 	})
 }
+
+// refuseDelegatedRestore: a container restored from a checkpoint cannot
+// have READ_WRITE. Its cgroup is made when StartContainer restores it,
+// past the delegation step, and CRIU puts its tasks in that cgroup, not in
+// the child cgroups the checkpointed container had made.
+func (c *creation) refuseDelegatedRestore(context.Context) error {
+	if c.rec.Config.Security.CgroupMountMode == CgroupMountReadWrite {
+		return fmt.Errorf("%w: cgroup_mount_mode READ_WRITE cannot be honoured for a container restored from a checkpoint", ErrFailedPrecondition)
+	}
+	return nil
+}

@@ -113,3 +113,17 @@ func TestOwnCgroupNS(t *testing.T) {
 		t.Error("ownCgroupNS(nil)")
 	}
 }
+
+// TestRestoreRefusesReadWrite: a restored container's cgroup is made after
+// the delegation step: READ_WRITE is refused, other modes pass.
+func TestRestoreRefusesReadWrite(t *testing.T) {
+	c := &creation{}
+	c.rec.Config.Security.CgroupMountMode = CgroupMountReadWrite
+	if err := c.refuseDelegatedRestore(t.Context()); !errors.Is(err, ErrFailedPrecondition) {
+		t.Fatalf("READ_WRITE restore: %v", err)
+	}
+	c.rec.Config.Security.CgroupMountMode = CgroupMountReadOnly
+	if err := c.refuseDelegatedRestore(t.Context()); err != nil {
+		t.Fatalf("READ_ONLY restore: %v", err)
+	}
+}
