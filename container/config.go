@@ -107,7 +107,11 @@ type Security struct {
 	IPC     NamespaceMode `json:"ipc,omitempty"`
 	// UserNS is the request's userns_options: nil follows the pod; else it
 	// must match the pod's (see checkNamespaces).
-	UserNS                   *UserNSOption            `json:"userns,omitempty"`
+	UserNS *UserNSOption `json:"userns,omitempty"`
+	// CgroupNS is the request's cgroupns_options mode (nil: the default,
+	// see cgroupmount) and CgroupMountMode its cgroup_mount_mode.
+	CgroupNS                 *NamespaceMode           `json:"cgroupns,omitempty"`
+	CgroupMountMode          CgroupMountMode          `json:"cgroup_mount_mode,omitempty"`
 	RunAsUser                *int64                   `json:"run_as_user,omitempty"`
 	RunAsGroup               *int64                   `json:"run_as_group,omitempty"`
 	RunAsUsername            string                   `json:"run_as_username,omitempty"`

@@ -99,6 +99,7 @@ func (m *Manager) create(ctx context.Context, id string, pod PodInfo, cfg Config
 		{Name: "nri create container", Do: c.hookCreate, Undo: c.unhookCreate},
 		{Name: "write spec", Do: c.writeSpec},
 		{Name: "create in monitor", Do: c.createInMonitor, Undo: c.destroy},
+		{Name: "delegate cgroup", Do: c.delegateCgroup},
 		{Name: "publish created", Do: c.publish},
 	}
 	if m.restores(cfg.Image) {

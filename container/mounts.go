@@ -31,27 +31,14 @@ var (
 
 // defaultMounts are containerd's default mounts (pkg/oci defaultMounts,
 // without /run: the CRI plugin drops it) followed by the cgroup mount its
-// CRI plugin adds. A privileged container gets sysfs and cgroupfs
+// CRI plugin adds, with the options cgroupmount chose (read-only unless
+// privileged or READ_WRITE; the host's nsdelegate/memory_recursiveprot in
+// the host's cgroup namespace). A privileged container gets sysfs
 // read-write.
-func defaultMounts(privileged, cgroupNS bool) []specs.Mount {
+func defaultMounts(privileged bool, cgroupOptions []string) []specs.Mount {
 	mode := "ro"
 	if privileged {
 		mode = "rw"
-	}
-	cgroupOptions := []string{"nosuid", "noexec", "nodev", "relatime", mode}
-	if !cgroupNS {
-		// Without a cgroup namespace a cgroup2 mount shares the host's
-		// superblock: keep the host's nsdelegate/memory_recursiveprot so
-		// that the container's mount does not strip them (containerd does
-		// the same). On a cgroup v1 host /sys/fs/cgroup is a tmpfs and
-		// this adds nothing.
-		if info, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(sysFsCgroup)); err == nil && len(info) > 0 {
-			for _, opt := range strings.Split(info[len(info)-1].VFSOptions, ",") {
-				if opt == "nsdelegate" || opt == "memory_recursiveprot" {
-					cgroupOptions = append(cgroupOptions, opt)
-				}
-			}
-		}
 	}
 	return []specs.Mount{
 		{
@@ -189,7 +176,7 @@ func propagationName(p Propagation) string {
 // when /dev itself is mounted), then the CRI mounts and the pod's files,
 // stably sorted by depth so that a parent never shadows a child. It
 // returns the rootfs propagation the mounts need ("" for the default).
-func buildMounts(in *SpecInput, cgroupNS bool) ([]specs.Mount, string, error) {
+func buildMounts(in *SpecInput, cgroupOptions []string) ([]specs.Mount, string, error) {
 	sec := &in.Config.Security
 	if err := validateMounts(in.Config.Mounts); err != nil {
 		return nil, "", err
@@ -202,7 +189,7 @@ func buildMounts(in *SpecInput, cgroupNS bool) ([]specs.Mount, string, error) {
 	sort.SliceStable(mounts, func(i, j int) bool {
 		return mountDepth(mounts[i].ContainerPath) < mountDepth(mounts[j].ContainerPath)
 	})
-	out := defaultsNotOverridden(mounts, sec.Privileged, cgroupNS)
+	out := defaultsNotOverridden(mounts, sec.Privileged, cgroupOptions)
 	var rootfsPropagation string
 	for _, m := range mounts {
 		src, err := bindSource(m.HostPath)
@@ -223,13 +210,13 @@ func buildMounts(in *SpecInput, cgroupNS bool) ([]specs.Mount, string, error) {
 
 // defaultsNotOverridden are the default mounts that no mount of the request
 // (or of the pod) replaces; a request's /dev replaces every /dev/... default.
-func defaultsNotOverridden(mounts []Mount, privileged, cgroupNS bool) []specs.Mount {
+func defaultsNotOverridden(mounts []Mount, privileged bool, cgroupOptions []string) []specs.Mount {
 	overridden := make(map[string]bool, len(mounts))
 	for _, m := range mounts {
 		overridden[filepath.Clean(m.ContainerPath)] = true
 	}
 	var out []specs.Mount
-	for _, m := range defaultMounts(privileged, cgroupNS) {
+	for _, m := range defaultMounts(privileged, cgroupOptions) {
 		dst := filepath.Clean(m.Destination)
 		if overridden[dst] {
 			continue

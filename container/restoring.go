@@ -89,6 +89,7 @@ func (m *Manager) restores(image string) bool {
 func (c *creation) restoreSteps() []steps.Step {
 	r := c.m.opts.Restorer.Begin(restoreTarget{c})
 	list := []steps.Step{
+		{Name: "check cgroup view", Do: c.refuseDelegatedRestore},
 		{Name: "read checkpoint", Do: func(ctx context.Context) error { return c.readCheckpoint(ctx, r) }, Undo: c.releaseImage},
 		{Name: "acquire image", Do: c.acquireImage, Undo: c.releaseImage},
 		{Name: "record intent", Do: c.recordIntent, Undo: c.removeDirs},

@@ -14,9 +14,10 @@ type AppArmor = security.AppArmor
 // privileged container allowed in sandbox"), a privileged container in a
 // pod user namespace (its host devices, unmasked /proc and /sys and lack of
 // seccomp would rest on the user namespace alone), namespaces that do not
-// match the pod's (checkNamespaces), or the PID namespace of another pod's
-// container. A TARGET is resolved to its full ID here, so that creation
-// joins the very container that was checked.
+// match the pod's (checkNamespaces), a cgroup namespace or cgroupfs mode
+// the CRI forbids or this node cannot give (cgroupView), or the PID
+// namespace of another pod's container. A TARGET is resolved to its full
+// ID here, so that creation joins the very container that was checked.
 func (m *Manager) checkAgainstPod(pod PodInfo, sec *Security) error {
 	switch {
 	case sec.Privileged && !pod.Privileged:
@@ -25,6 +26,9 @@ func (m *Manager) checkAgainstPod(pod PodInfo, sec *Security) error {
 		return fmt.Errorf("%w: no privileged container allowed in pod sandbox %s, which has its own user namespace", ErrInvalid, pod.ID)
 	}
 	if err := checkNamespaces(pod, sec); err != nil {
+		return err
+	}
+	if _, err := cgroupView(sec); err != nil {
 		return err
 	}
 	if sec.PID != ModeTarget {

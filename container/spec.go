@@ -74,13 +74,16 @@ func BuildSpec(in SpecInput) (*specs.Spec, error) {
 		// namespace, where the pause has set it.
 		Linux: &specs.Linux{CgroupsPath: in.CgroupsPath},
 	}
-	// containerd uses a cgroup namespace only on cgroup v2, and not for
-	// privileged containers.
-	cgroupNS := cgroupUnified() && !in.Config.Security.Privileged
-	if err := specNamespaces(s, &in, cgroupNS); err != nil {
+	// Its cgroup namespace and /sys/fs/cgroup (containerd's rule by default:
+	// a namespace of its own only on cgroup v2 and unprivileged).
+	cg, err := cgroupView(&in.Config.Security)
+	if err != nil {
 		return nil, err
 	}
-	if err := specMountsAndDevices(s, &in, cgroupNS); err != nil {
+	if err := specNamespaces(s, &in, cg.OwnNamespace); err != nil {
+		return nil, err
+	}
+	if err := specMountsAndDevices(s, &in, cg.MountOptions); err != nil {
 		return nil, err
 	}
 	// After the capabilities: the profile depends on them.
@@ -153,9 +156,9 @@ func specNamespaces(s *specs.Spec, in *SpecInput, cgroupNS bool) error {
 // specMountsAndDevices is what the container sees of the host: its mounts,
 // masked and read-only paths, devices and the resources (device rules among
 // them) of its cgroup.
-func specMountsAndDevices(s *specs.Spec, in *SpecInput, cgroupNS bool) error {
+func specMountsAndDevices(s *specs.Spec, in *SpecInput, cgroupOptions []string) error {
 	var err error
-	s.Mounts, s.Linux.RootfsPropagation, err = buildMounts(in, cgroupNS)
+	s.Mounts, s.Linux.RootfsPropagation, err = buildMounts(in, cgroupOptions)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/minicri/minicri/apparmor"
 	"github.com/minicri/minicri/cgdriver"
+	"github.com/minicri/minicri/cgroupmount"
 	"github.com/minicri/minicri/checkpoint"
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/container"
@@ -141,9 +142,12 @@ func serveCRI(ctx context.Context, n node) error {
 	if err := n.obs.serveMetrics(sandboxes, containers); err != nil {
 		return errors.Join(err, stream.Stop())
 	}
+	cgHost := cgroupmount.Probe()
+	log.Info("host cgroups", "v2", cgHost.Unified, "options", cgHost.Options, "cgroup_mount_mode", cgHost.ReadWriteSupported())
 	srv := server.New(server.Deps{Sandboxes: sandboxes, Containers: containers, Checkpoints: n.ckpts, Images: n.images, Profiles: n.profiles, Network: n.net,
-		Streaming: stream, Events: n.bus, Log: log, SystemdCgroups: n.cgDriver == cgdriver.Systemd, Handlers: handlerInfo(n.handlers),
-		Config: map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(n.aa)}})
+		Streaming: stream, Events: n.bus, Log: log, SystemdCgroups: n.cgDriver == cgdriver.Systemd, Handlers: handlerInfo(n.handlers, cgHost),
+		CgroupMountMode: cgHost.ReadWriteSupported(),
+		Config:          map[string]any{"stateDir": cfg.State, "rootDir": cfg.Root, "listen": cfg.Listen, "apparmor": appArmorInfo(n.aa)}})
 	ln, err := listen(cfg)
 	if err != nil {
 		return errors.Join(err, stream.Stop())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/minicri/minicri/cgroupmount"
 	"github.com/minicri/minicri/config"
 	"github.com/minicri/minicri/ocirt"
 	"github.com/minicri/minicri/server"
@@ -19,7 +20,7 @@ func runtimeHandlers(ctx context.Context, cfg config.Config, log *slog.Logger) *
 	hs := ocirt.NewHandlers(ctx, bins)
 	for _, h := range hs.List() {
 		attrs := []any{"handler", h.Name, "recursive_read_only_mounts", h.Features.RecursiveReadOnlyMounts,
-			"user_namespaces", h.Features.UserNamespaces}
+			"user_namespaces", h.Features.UserNamespaces, "cgroup_namespaces", h.Features.CgroupNamespaces}
 		if h.Binary != nil {
 			attrs = append(attrs, "path", h.Binary.Path, "root", h.Binary.Root)
 		}
@@ -28,12 +29,14 @@ func runtimeHandlers(ctx context.Context, cfg config.Config, log *slog.Logger) *
 	return hs
 }
 
-// handlerInfo is what Status advertises of the handlers.
-func handlerInfo(hs *ocirt.Handlers) []server.HandlerInfo {
+// handlerInfo is what Status advertises of the handlers. cgroup_namespaces
+// only where the host is cgroup v2 too: minicri refuses CONTAINER on v1.
+func handlerInfo(hs *ocirt.Handlers, cg cgroupmount.Host) []server.HandlerInfo {
 	var out []server.HandlerInfo
 	for _, h := range hs.List() {
 		out = append(out, server.HandlerInfo{Name: h.Name,
-			RecursiveReadOnlyMounts: h.Features.RecursiveReadOnlyMounts, UserNamespaces: h.Features.UserNamespaces})
+			RecursiveReadOnlyMounts: h.Features.RecursiveReadOnlyMounts, UserNamespaces: h.Features.UserNamespaces,
+			CgroupNamespaces: h.Features.CgroupNamespaces && cg.NamespacesSupported()})
 	}
 	return out
 }

@@ -24,9 +24,9 @@ type Handler struct {
 }
 
 // BuiltinFeatures are libcontainer's: "rro" mounts with mount_setattr
-// (Linux >= 5.12), and pods in their own user namespace with idmapped
-// rootfs mounts.
-var BuiltinFeatures = Features{RecursiveReadOnlyMounts: true, UserNamespaces: true}
+// (Linux >= 5.12), pods in their own user namespace with idmapped rootfs
+// mounts, and cgroup namespaces.
+var BuiltinFeatures = Features{RecursiveReadOnlyMounts: true, UserNamespaces: true, CgroupNamespaces: true}
 
 // Handlers are the runtime handlers of one minicri: "" (the built-in
 // runtime) and one per configured binary.
@@ -103,6 +103,9 @@ func ProbeFeatures(ctx context.Context, path string) Features {
 	fs.RecursiveReadOnlyMounts = slices.Contains(f.MountOptions, "rro")
 	if l := f.Linux; l != nil && l.MountExtensions != nil && l.MountExtensions.IDMap != nil {
 		fs.UserNamespaces = l.MountExtensions.IDMap.Enabled != nil && *l.MountExtensions.IDMap.Enabled
+	}
+	if l := f.Linux; l != nil {
+		fs.CgroupNamespaces = slices.Contains(l.Namespaces, "cgroup")
 	}
 	return fs
 }

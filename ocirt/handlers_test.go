@@ -23,7 +23,8 @@ func TestProbeFeatures(t *testing.T) {
 		script string
 		want   Features
 	}{
-		{`echo '{"mountOptions":["ro","rro"],"linux":{"mountExtensions":{"idmap":{"enabled":true}}}}'`, Features{true, true}},
+		{`echo '{"mountOptions":["ro","rro"],"linux":{"mountExtensions":{"idmap":{"enabled":true}}}}'`, Features{RecursiveReadOnlyMounts: true, UserNamespaces: true}},
+		{`echo '{"linux":{"namespaces":["cgroup","user"]}}'`, Features{CgroupNamespaces: true}},
 		{`echo '{"mountOptions":["ro","rro"],"linux":{"namespaces":["user"]}}'`, Features{RecursiveReadOnlyMounts: true}},
 		{`echo '{"mountOptions":["ro"],"linux":{"mountExtensions":{"idmap":{"enabled":false}}}}'`, Features{}},
 		{`echo 'No help topic for features' >&2; exit 1`, Features{}}, // runc < 1.1

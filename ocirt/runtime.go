@@ -98,4 +98,7 @@ type Process interface {
 type Features struct {
 	RecursiveReadOnlyMounts bool
 	UserNamespaces          bool
+	// CgroupNamespaces: the runtime makes a cgroup namespace when the spec
+	// asks (the host must be cgroup v2 too for minicri to advertise it).
+	CgroupNamespaces bool
 }

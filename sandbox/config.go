@@ -31,6 +31,9 @@ type Namespaces struct {
 	TargetID string        `json:"target_id,omitempty"`
 	// UserNS is the pod's user namespace; nil means the host's.
 	UserNS *UserNS `json:"userns,omitempty"`
+	// CgroupNSSet: the request has cgroupns_options, which the CRI
+	// defines for containers only (refused).
+	CgroupNSSet bool `json:"-"`
 }
 
 // UserNS is a CRI UserNamespace option.

@@ -34,6 +34,7 @@ func TestValidate(t *testing.T) {
 		"net on host":    {Metadata: ok.Metadata, Sysctls: map[string]string{"net.ipv4.ip_forward": "1"}, Namespaces: Namespaces{Network: ModeNode}},
 		"ipc on host":    {Metadata: ok.Metadata, Sysctls: map[string]string{"kernel.shmmax": "1"}, Namespaces: Namespaces{IPC: ModeNode}},
 		"target net":     {Metadata: ok.Metadata, Namespaces: Namespaces{Network: ModeTarget}},
+		"pod cgroupns":   {Metadata: ok.Metadata, Namespaces: Namespaces{CgroupNSSet: true}},
 	}
 	for name, cfg := range bad {
 		if err := validate(&cfg); !errors.Is(err, ErrInvalid) {

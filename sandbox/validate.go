@@ -30,6 +30,9 @@ func validate(cfg *Config) error {
 	if err := checkUserNS(ns); err != nil {
 		return err
 	}
+	if ns.CgroupNSSet {
+		return fmt.Errorf("%w: cgroupns_options must not be set for a pod sandbox: a cgroup namespace is a container's (its LinuxContainerSecurityContext.namespace_options)", ErrInvalid)
+	}
 	if cfg.Privileged && ns.OwnUserNS() {
 		return fmt.Errorf("%w: a privileged pod cannot have its own user namespace", ErrInvalid)
 	}

@@ -36,6 +36,7 @@ func (s *Server) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runt
 		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true, MountOptions: true,
 			SeccompProfileOci: s.profiles != nil},
 	}
+	resp.Features.CgroupMountMode = s.cgroupMountMode
 	if req.GetVerbose() {
 		info, _ := json.Marshal(map[string]any{"runtime": RuntimeName, "version": RuntimeVersion})
 		cfg, _ := json.Marshal(s.config)
@@ -49,6 +50,9 @@ type HandlerInfo struct {
 	Name                    string
 	RecursiveReadOnlyMounts bool
 	UserNamespaces          bool
+	// CgroupNamespaces: CONTAINER and NODE cgroupns_options work for every
+	// container of the handler, and the others are refused.
+	CgroupNamespaces bool
 }
 
 // runtimeHandlers lists every handler with its features.
@@ -64,6 +68,7 @@ func (s *Server) runtimeHandlers() []*runtimeapi.RuntimeHandler {
 	for _, h := range hs {
 		out = append(out, &runtimeapi.RuntimeHandler{Name: h.Name, Features: &runtimeapi.RuntimeHandlerFeatures{
 			RecursiveReadOnlyMounts: h.RecursiveReadOnlyMounts, UserNamespaces: h.UserNamespaces,
+			CgroupNamespaces: h.CgroupNamespaces,
 		}})
 	}
 	return out

@@ -56,6 +56,8 @@ type Server struct {
 	config     any
 	systemd    bool
 	handlers   []HandlerInfo
+	// cgroupMountMode: RuntimeFeatures.cgroup_mount_mode.
+	cgroupMountMode bool
 
 	checkpoints Checkpoints
 }
@@ -79,6 +81,9 @@ type Deps struct {
 	// Handlers are the RuntimeClass handlers Status advertises; empty: the
 	// built-in "" only.
 	Handlers []HandlerInfo
+	// CgroupMountMode: READ_WRITE cgroup_mount_mode can be honoured here
+	// (RuntimeFeatures.cgroup_mount_mode; daemon/ probes the host).
+	CgroupMountMode bool
 	// Checkpoints writes checkpoints; nil: CheckpointContainer and
 	// CheckpointPod are unimplemented.
 	Checkpoints Checkpoints
@@ -88,7 +93,7 @@ type Deps struct {
 func New(d Deps) *Server {
 	return &Server{sandboxes: d.Sandboxes, containers: d.Containers, images: d.Images, profiles: d.Profiles, network: d.Network,
 		streaming: d.Streaming, events: d.Events, log: d.Log, config: d.Config,
-		systemd: d.SystemdCgroups, handlers: d.Handlers, checkpoints: d.Checkpoints}
+		systemd: d.SystemdCgroups, handlers: d.Handlers, checkpoints: d.Checkpoints, cgroupMountMode: d.CgroupMountMode}
 }
 
 // Register adds the CRI services to g.

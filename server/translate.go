@@ -44,6 +44,8 @@ func sandboxConfig(c *runtimeapi.PodSandboxConfig, handler string) sandbox.Confi
 			IPC:      modeFromCRI(o.GetIpc()),
 			TargetID: o.GetTargetId(),
 			UserNS:   userNSFromCRI(o.GetUsernsOptions()),
+			// Must be nil for a pod: sandbox refuses it.
+			CgroupNSSet: o.GetCgroupnsOptions() != nil,
 		}
 	}
 	return cfg

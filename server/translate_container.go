@@ -100,6 +100,8 @@ func securityFromCRI(s *runtimeapi.LinuxContainerSecurityContext) container.Secu
 		Network:                  container.NamespaceMode(s.GetNamespaceOptions().GetNetwork()),
 		IPC:                      container.NamespaceMode(s.GetNamespaceOptions().GetIpc()),
 		UserNS:                   containerUserNSFromCRI(s.GetNamespaceOptions().GetUsernsOptions()),
+		CgroupNS:                 cgroupNSFromCRI(s.GetNamespaceOptions().GetCgroupnsOptions()),
+		CgroupMountMode:          container.CgroupMountMode(s.GetCgroupMountMode()),
 		RunAsUsername:            s.GetRunAsUsername(),
 		ReadonlyRootfs:           s.GetReadonlyRootfs(),
 		SupplementalGroups:       s.GetSupplementalGroups(),

@@ -21,6 +21,16 @@ func containerUserNSFromCRI(u *runtimeapi.UserNamespace) *container.UserNSOption
 	}
 }
 
+// cgroupNSFromCRI reads a container's cgroupns_options; nil stays nil (the
+// runtime's default).
+func cgroupNSFromCRI(c *runtimeapi.CgroupNamespace) *container.NamespaceMode {
+	if c == nil {
+		return nil
+	}
+	m := container.NamespaceMode(c.GetMode())
+	return &m
+}
+
 // idmapsFromCRI converts ID mappings; none is nil.
 func idmapsFromCRI(ms []*runtimeapi.IDMapping) []idmap.Mapping {
 	if len(ms) == 0 {

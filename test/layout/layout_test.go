@@ -104,7 +104,7 @@ func TestInternalImportsOnlyInternal(t *testing.T) {
 func TestAdaptersStayBelowTheDomain(t *testing.T) {
 	forbidden := []string{"container", "sandbox", "network", "image", "monitor",
 		"server", "streaming", "daemon", "checkpoint", "nri",
-		"stats", "user", "devices", "security", "imagevolume", "execio", "secprofile"}
+		"stats", "user", "devices", "security", "imagevolume", "execio", "secprofile", "cgroupmount"}
 	adapters := map[string]bool{"ocirt": true, "cgdriver": true, "cdi": true,
 		"apparmor": true, "telemetry": true}
 	found := 0
@@ -252,6 +252,7 @@ func TestContainerRoomsStayBelowIt(t *testing.T) {
 		"user":        onlyInternal,
 		"devices":     onlyInternal,
 		"security":    onlyInternal,
+		"cgroupmount": onlyInternal,
 		"imagevolume": func(imp string) bool { return imp == "image" || onlyInternal(imp) },
 		"execio":      func(imp string) bool { return imp == "ocirt" || onlyInternal(imp) },
 	}, ": a room below container/ must stay below it")

@@ -28,7 +28,9 @@ GO=${GO:-go}
 # PID 1, AppArmor enforcing, Debian 12's kernel), so that the phase fits CI's hour next to
 # the rest of make test: the cgroup v2 and systemd-driver tests (TestCgroup*: RuntimeConfig's
 # driver, OOM reason, working set under page cache, slice parents, a killed service sparing
-# pods, oom_score_adj), AppArmor (TestAppArmor.*: profiles, and
+# pods, oom_score_adj; cgroup_mount_mode READ_WRITE delegating a container's cgroup and
+# cgroupns_options CONTAINER/NODE: TestCgroupReadWriteDelegates, TestCgroupNamespaceOptions,
+# TestCgroupOptionRefusals), AppArmor (TestAppArmor.*: profiles, and
 # TestAppArmorRestoredTasksGetTheRequestsProfile: a restored task runs under the request's
 # profile, a foreign label is refused, issue 24), monitors outliving the service, OOM, the container
 # lifecycle and its cgroup, the v2 stats (available/swap/io, pod pressure), a runc-handler
