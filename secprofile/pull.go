@@ -20,12 +20,20 @@ type Kind int
 // KindSeccomp is the only kind this store holds.
 const KindSeccomp Kind = 1
 
+// maxRef bounds a pulled reference (and so every message that quotes it).
+const maxRef = 1024
+
 // Pull stores the profile ref pins (a digest reference, the CRI's
 // image.image) unless it is present, in which case it adds ref to its
 // refs and answers cached with no registry request. auth may be nil.
 func (s *Store) Pull(ctx context.Context, ref string, auth *image.AuthConfig, kind Kind) (cached bool, err error) {
 	if kind != KindSeccomp {
 		return false, invalidf("profile kind %d is not supported (only Seccomp)", kind)
+	}
+	if len(ref) > maxRef {
+		// Before any message quotes it: a reference is bounded by the
+		// distribution grammar (a name of at most 255 bytes and a digest).
+		return false, invalidf("a reference of %d bytes is not valid (at most %d)", len(ref), maxRef)
 	}
 	canonical, digest, err := image.DigestReference(ref)
 	if err != nil {

@@ -163,6 +163,10 @@ func TestPullRequestRefusals(t *testing.T) {
 			t.Errorf("%s kind %d: %v", ref, kind, err)
 		}
 	}
+	huge := "registry.example/" + strings.Repeat("p", 4<<20) + "@sha256:" + strings.Repeat("a", 64)
+	if _, err := s.Pull(context.Background(), huge, nil, KindSeccomp); !strings.HasPrefix(fmt.Sprint(err), "SecurityProfileInvalid") || len(err.Error()) > 4096 {
+		t.Errorf("a 4 MiB reference: want SecurityProfileInvalid in a bounded message, got %d bytes", len(fmt.Sprint(err)))
+	}
 	_, err = s.Pull(context.Background(), "registry.example/p@sha256:"+strings.Repeat("a", 64), nil, KindSeccomp)
 	if !errors.Is(err, ErrRegistryUnavailable) || !strings.HasPrefix(err.Error(), "RegistryUnavailable") {
 		t.Errorf("unreachable: %v", err)
