@@ -12,64 +12,85 @@ import (
 )
 
 // Intersect returns the seccomp filter that allows a system call only if
-// both a and b allow it (KEP-6061: a pulled profile and its base). Its
-// model of a filter (the one runc and libseccomp build): a rule whose
-// conditions name one argument more than once is one rule per condition
-// (runc ORs them), else its conditions are a conjunction; a call's verdict
-// is the most restrictive action of the rules of its name that match,
-// else the default action. The result's verdict is the most restrictive of
-// a's and b's verdicts, by the kernel's precedence: KILL_PROCESS >
-// KILL_THREAD (KILL) > TRAP > ERRNO > NOTIFY > TRACE > LOG > ALLOW; two
-// ERRNO (or TRACE) verdicts with different values keep a's.
+// both a and b allow it (KEP-6061: a pulled profile and its base).
 //
-// Where a verdict cannot be written as seccomp rules (two conditions on
-// one argument that no single condition states, the complement of a
-// MASKED_EQ, too many pieces), the result is more restrictive instead,
-// never less: the call falls to the more restrictive default action.
-// Architectures: those both list (none listed means the native one only,
-// which the result keeps); flags: SPEC_ALLOW only if both have it (an
-// unset list means runc's default, which has it), LOG and
-// WAIT_KILLABLE_RECV if either has it.
+// Its model is what runc (specconv, libcontainer/seccomp) and libseccomp
+// 2.5 make of a profile, per system call name: actions are normalised as
+// runc does (KILL is KILL_THREAD; an ERRNO or TRACE without a value is
+// EPERM; the value is cut to 16 bits); rules whose action equals the
+// default are dropped (runc skips them); a rule naming one argument twice
+// is one rule per condition (runc ORs them), else a conjunction. Then a
+// name is Uncond(v) when an unconditional rule is left (libseccomp lets
+// it override every conditional rule of the name; the strictest if
+// several), Cond(X, R, F) when its conditional rules share one action X
+// (X if a rule of R matches, else the default F), else ambiguous (which
+// rule wins is libseccomp's tree order): read as Uncond of the strictest
+// of its actions and the default, stricter than the profile itself.
+//
+// The result never gives one name an unconditional rule beside
+// conditional ones, conditional rules of two actions, a rule whose action
+// is its default, nor two conditions on one argument in a rule: runc
+// would read each otherwise (see mergeName); it lists, with the default
+// action, every name a or b lists that it needs no rule for (runc's
+// ENOSYS stub, see intersect). Where the intersection
+// cannot be written so, the name's verdict is the stricter of the two it
+// takes, never weaker. Precedence is the kernel's: KILL_PROCESS >
+// KILL_THREAD > TRAP > ERRNO > NOTIFY > TRACE > LOG > ALLOW; two ERRNO
+// (or TRACE) verdicts with different values keep a's. Architectures:
+// those both list (none listed means the native one only, which the
+// result keeps); flags: SPEC_ALLOW only if both have it (an unset list
+// means runc's default, which has it), LOG and WAIT_KILLABLE_RECV if
+// either has it.
 func Intersect(a, b *specs.LinuxSeccomp) (*specs.LinuxSeccomp, error) {
 	out, _, err := intersect(a, b)
 	return out, err
 }
 
 // intersect is Intersect; exact is false where the result had to be more
-// restrictive than the most restrictive of a and b.
+// restrictive than the more restrictive of a and b.
 func intersect(a, b *specs.LinuxSeccomp) (_ *specs.LinuxSeccomp, exact bool, _ error) {
 	if a == nil || b == nil {
 		return nil, false, fmt.Errorf("%w: seccomp intersection of a missing profile", errdefs.ErrInvalid)
 	}
 	fa, err := newFilter(a)
 	if err != nil {
-		return nil, false, err
+		return nil, false, fmt.Errorf("the seccomp profile: %w", err)
 	}
 	fb, err := newFilter(b)
 	if err != nil {
-		return nil, false, err
+		return nil, false, fmt.Errorf("the base seccomp profile: %w", err)
 	}
 	out := &specs.LinuxSeccomp{Flags: mergeFlags(a.Flags, b.Flags)}
 	if out.Architectures, err = mergeArchs(a.Architectures, b.Architectures); err != nil {
 		return nil, false, err
 	}
 	def := worst(fa.def, fb.def)
-	out.DefaultAction, out.DefaultErrnoRet = def.act, def.ret
+	out.DefaultAction, out.DefaultErrnoRet = def.act, def.retPtr()
 	names := map[string]bool{}
-	for n := range fa.rules {
-		names[n] = true
-	}
-	for n := range fb.rules {
-		names[n] = true
+	for _, sc := range slices.Concat(a.Syscalls, b.Syscalls) {
+		for _, n := range sc.Names {
+			names[n] = true
+		}
 	}
 	var rules []outRule
-	exact = true
+	var listed []string
+	exact = fa.exact && fb.exact
 	for _, n := range slices.Sorted(mapsKeys(names)) {
-		r, ok := mergeSyscall(n, fa.forName(n), fb.forName(n), def)
+		r, ok := mergeName(n, fa.state(n), fb.state(n), def)
+		if len(r) == 0 {
+			listed = append(listed, n)
+		}
 		rules = append(rules, r...)
 		exact = exact && ok
 	}
 	out.Syscalls = groupRules(rules)
+	if len(listed) > 0 {
+		// runc skips these rules of the default action, but its ENOSYS
+		// stub counts their names: a call numbered above every name a
+		// profile lists gets ENOSYS, not a non-allowing default. Listing
+		// every name a or b lists keeps that bound where it was.
+		out.Syscalls = append(out.Syscalls, specs.LinuxSyscall{Names: listed, Action: def.act, ErrnoRet: def.retPtr()})
+	}
 	return out, exact, nil
 }
 
@@ -83,31 +104,40 @@ func mapsKeys(m map[string]bool) func(func(string) bool) {
 	}
 }
 
-// verdict is an action with its errno (ERRNO) or message (TRACE) value.
+// verdict is a normalised action with its errno (ERRNO) or message
+// (TRACE) value, as runc hands it to libseccomp: two verdicts are equal
+// exactly when runc's actions are.
 type verdict struct {
 	act specs.LinuxSeccompAction
-	ret *uint
+	ret uint16
 }
 
-func (v verdict) equal(w verdict) bool {
-	if v.act != w.act {
-		return false
+// newVerdict normalises an action as runc's getAction does.
+func newVerdict(act specs.LinuxSeccompAction, ret *uint) (verdict, error) {
+	if _, ok := actionRank[act]; !ok {
+		return verdict{}, fmt.Errorf("%w: seccomp action %.40q is unknown", errdefs.ErrInvalid, act)
 	}
+	switch {
+	case act == specs.ActKill:
+		return verdict{act: specs.ActKillThread}, nil
+	case !hasRet(act):
+		return verdict{act: act}, nil
+	case ret == nil:
+		return verdict{act: act, ret: 1}, nil // EPERM
+	}
+	return verdict{act: act, ret: uint16(*ret)}, nil //nolint:gosec // G115: runc cuts it to 16 bits so
+}
+
+func (v verdict) retPtr() *uint {
 	if !hasRet(v.act) {
-		return true
+		return nil
 	}
-	return retOf(v.ret) == retOf(w.ret) && (v.ret == nil) == (w.ret == nil)
+	r := uint(v.ret)
+	return &r
 }
 
 func hasRet(a specs.LinuxSeccompAction) bool {
 	return a == specs.ActErrno || a == specs.ActTrace
-}
-
-func retOf(p *uint) uint {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // actionRank is the kernel's precedence of the actions (higher wins).
@@ -125,49 +155,17 @@ func worst(v, w verdict) verdict {
 	return v
 }
 
-// stricter: v is more restrictive than w, or as restrictive but another
-// verdict (an ERRNO of another errno).
-func stricter(v, w verdict) bool {
-	if actionRank[v.act] != actionRank[w.act] {
-		return actionRank[v.act] > actionRank[w.act]
-	}
-	return !v.equal(w)
-}
-
-// rule is one normalized rule: its conditions name distinct arguments,
-// sorted by index.
+// rule is one normalised conditional rule: its conditions name distinct
+// arguments, sorted by index.
 type rule struct {
-	v     verdict
 	conds []specs.LinuxSeccompArg
 }
 
-// filter is a profile in the model: rules by name, default verdict.
-type filter struct {
-	def   verdict
-	rules map[string][]rule
-}
-
-func newFilter(p *specs.LinuxSeccomp) (*filter, error) {
-	f := &filter{def: verdict{act: p.DefaultAction, ret: p.DefaultErrnoRet}, rules: map[string][]rule{}}
-	if _, ok := actionRank[f.def.act]; !ok {
-		return nil, fmt.Errorf("%w: seccomp default action %.40q is unknown", errdefs.ErrInvalid, f.def.act)
-	}
-	for _, sc := range p.Syscalls {
-		if _, ok := actionRank[sc.Action]; !ok {
-			return nil, fmt.Errorf("%w: seccomp action %.40q is unknown", errdefs.ErrInvalid, sc.Action)
-		}
-		for _, r := range splitRule(verdict{act: sc.Action, ret: sc.ErrnoRet}, sc.Args) {
-			for _, n := range sc.Names {
-				f.rules[n] = append(f.rules[n], r)
-			}
-		}
-	}
-	return f, nil
-}
+func (r rule) key() string { return condsKey(r.conds) }
 
 // splitRule applies runc's reading: conditions naming one argument twice
 // are alternatives (one rule each), else one conjunction.
-func splitRule(v verdict, args []specs.LinuxSeccompArg) []rule {
+func splitRule(args []specs.LinuxSeccompArg) []rule {
 	seen := map[uint]bool{}
 	repeated := false
 	for _, a := range args {
@@ -177,42 +175,13 @@ func splitRule(v verdict, args []specs.LinuxSeccompArg) []rule {
 	if !repeated {
 		c := slices.Clone(args)
 		sort.SliceStable(c, func(i, j int) bool { return c[i].Index < c[j].Index })
-		return []rule{{v: v, conds: c}}
+		return []rule{{conds: c}}
 	}
 	out := make([]rule, 0, len(args))
 	for _, a := range args {
-		out = append(out, rule{v: v, conds: []specs.LinuxSeccompArg{a}})
+		out = append(out, rule{conds: []specs.LinuxSeccompArg{a}})
 	}
 	return out
-}
-
-// side is one filter's view of one system call: the verdict when none of
-// its conditional rules match (fb: its unconditional rules', else the
-// default), and the conditional rules that can change it (all of them
-// without an unconditional rule; else those more restrictive than it).
-type side struct {
-	fb    verdict
-	conds []rule
-}
-
-func (f *filter) forName(n string) side {
-	s := side{fb: f.def}
-	uncond := false
-	for _, r := range f.rules[n] {
-		if len(r.conds) == 0 {
-			if !uncond {
-				s.fb, uncond = r.v, true
-			} else {
-				s.fb = worst(s.fb, r.v)
-			}
-		}
-	}
-	for _, r := range f.rules[n] {
-		if len(r.conds) > 0 && (!uncond || actionRank[r.v.act] > actionRank[s.fb.act]) {
-			s.conds = append(s.conds, r)
-		}
-	}
-	return s
 }
 
 // outRule is one rule of the result.
@@ -234,24 +203,18 @@ func condsKey(c []specs.LinuxSeccompArg) string {
 // stable order: one per verdict and conditions, its names sorted.
 func groupRules(rules []outRule) []specs.LinuxSyscall {
 	type key struct {
-		act   specs.LinuxSeccompAction
-		ret   string
+		v     verdict
 		conds string
 	}
 	idx := map[key]int{}
 	var out []specs.LinuxSyscall
 	for _, r := range rules {
-		k := key{r.v.act, fmt.Sprint(r.v.ret != nil, retOf(r.v.ret)), condsKey(r.conds)}
+		k := key{r.v, condsKey(r.conds)}
 		i, ok := idx[k]
 		if !ok {
 			i = len(out)
 			idx[k] = i
-			var ret *uint
-			if r.v.ret != nil {
-				v := *r.v.ret
-				ret = &v
-			}
-			out = append(out, specs.LinuxSyscall{Action: r.v.act, ErrnoRet: ret, Args: slices.Clone(r.conds)})
+			out = append(out, specs.LinuxSyscall{Action: r.v.act, ErrnoRet: r.v.retPtr(), Args: slices.Clone(r.conds)})
 		}
 		if !slices.Contains(out[i].Names, r.name) {
 			out[i].Names = append(out[i].Names, r.name)

@@ -10,231 +10,210 @@ import (
 	"github.com/minicri/minicri/internal/errdefs"
 )
 
-// maxPieces bounds the rules one system call's complement may take.
-const maxPieces = 256
-
-type piece struct {
-	v     verdict
-	conds []specs.LinuxSeccompArg
+// state is what one profile makes of one system call name: uncond, v;
+// else v if one of rules matches, else def (Cond(v, rules, def)).
+type state struct {
+	uncond bool
+	v      verdict
+	rules  []rule // sorted by key, no duplicate
+	def    verdict
 }
 
-// mergeSyscall writes the result's rules for system call n, given a's and
-// b's views of it and the result's default D; exact is false where it had
-// to be more restrictive than needed.
-func mergeSyscall(n string, sa, sb side, d verdict) (_ []outRule, exact bool) {
-	fbM := worst(sa.fb, sb.fb)
-	pieces, exact := conditionalPieces(sa, sb)
-	var out []outRule
-	for _, p := range pieces {
-		out = append(out, outRule{name: n, v: p.v, conds: p.conds})
+// filter is a profile in the model: the states of the names it lists
+// (another name is Uncond(def)); exact is false where a state is stricter
+// than what runc and libseccomp make of the profile.
+type filter struct {
+	def   verdict
+	names map[string]state
+	exact bool
+}
+
+func (f *filter) state(n string) state {
+	if s, ok := f.names[n]; ok {
+		return s
 	}
+	return state{uncond: true, v: f.def}
+}
+
+// newFilter normalises p (see Intersect).
+func newFilter(p *specs.LinuxSeccomp) (*filter, error) {
+	def, err := newVerdict(p.DefaultAction, p.DefaultErrnoRet)
+	if err != nil {
+		return nil, fmt.Errorf("default action: %w", err)
+	}
+	type named struct {
+		unconds []verdict
+		conds   map[verdict][]rule
+	}
+	byName := map[string]*named{}
+	for _, sc := range p.Syscalls {
+		v, err := newVerdict(sc.Action, sc.ErrnoRet)
+		if err != nil {
+			return nil, err
+		}
+		if v == def { // runc skips it
+			continue
+		}
+		for _, n := range sc.Names {
+			nm := byName[n]
+			if nm == nil {
+				nm = &named{conds: map[verdict][]rule{}}
+				byName[n] = nm
+			}
+			if alwaysHolds(sc.Args) {
+				nm.unconds = append(nm.unconds, v)
+			} else {
+				nm.conds[v] = append(nm.conds[v], splitRule(sc.Args)...)
+			}
+		}
+	}
+	f := &filter{def: def, names: map[string]state{}, exact: true}
+	for n, nm := range byName {
+		s, exact := settle(nm.unconds, nm.conds, def)
+		f.names[n] = s
+		f.exact = f.exact && exact
+	}
+	return f, nil
+}
+
+// alwaysHolds: the conditions hold for any arguments (none, or each of
+// them trivially: >= 0, <= the largest value, masked by 0 equal to 0), as
+// libseccomp reads them: an unconditional rule.
+func alwaysHolds(args []specs.LinuxSeccompArg) bool {
+	for _, c := range args {
+		switch {
+		case c.Op == specs.OpGreaterEqual && c.Value == 0:
+		case c.Op == specs.OpLessEqual && c.Value == math.MaxUint64:
+		case c.Op == specs.OpMaskedEqual && c.Value == 0 && c.ValueTwo == 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// settle is one name's state, given its rules left after runc's drop.
+func settle(unconds []verdict, conds map[verdict][]rule, def verdict) (state, bool) {
+	if len(unconds) > 0 {
+		// Several actions here (unconditional rules of two actions, or
+		// conditional ones beside them, which libseccomp does not always
+		// let the unconditional one override): the strictest of them.
+		v := unconds[0]
+		for _, u := range unconds[1:] {
+			v = worst(v, u)
+		}
+		exact := !slices.ContainsFunc(unconds, func(u verdict) bool { return u != v })
+		for x := range conds {
+			if actionRank[x.act] >= actionRank[v.act] && x != v {
+				v, exact = worst(v, x), false
+			}
+		}
+		return state{uncond: true, v: v}, exact
+	}
+	if len(conds) == 1 {
+		for x, rs := range conds {
+			return state{v: x, rules: dedupRules(rs), def: def}, true
+		}
+	}
+	v := def // ambiguous: libseccomp's tree order picks; the strictest
+	for x := range conds {
+		v = worst(v, x)
+	}
+	return state{uncond: true, v: v}, false
+}
+
+func dedupRules(rs []rule) []rule {
+	out := slices.Clone(rs)
+	slices.SortFunc(out, func(a, b rule) int {
+		switch ka, kb := a.key(), b.key(); {
+		case ka < kb:
+			return -1
+		case ka > kb:
+			return 1
+		}
+		return 0
+	})
+	return slices.CompactFunc(out, func(a, b rule) bool { return a.key() == b.key() })
+}
+
+func sameRules(a, b []rule) bool {
+	return slices.EqualFunc(a, b, func(x, y rule) bool { return x.key() == y.key() })
+}
+
+// mergeName writes the result's rules for the name n, given a's and b's
+// states of it and the result's default d; exact is false where it is
+// more restrictive than the more restrictive of a and b. On a tie the
+// verdict of a is kept (worst's first argument).
+func mergeName(n string, sa, sb state, d verdict) (_ []outRule, exact bool) {
 	switch {
-	case fbM.equal(d):
-		return out, exact
-	case len(pieces) == 0 || actionRank[fbM.act] > actionRank[d.act]:
-		// Every piece is at least as restrictive as fbM here (a piece
-		// below it would need fbM from an unconditional rule above both
-		// defaults, which only raises the pieces too).
-		return append(out, outRule{name: n, v: fbM}), exact
+	case sa.uncond && sb.uncond:
+		return uncondRule(n, worst(sa.v, sb.v), d), true
+	case sa.uncond:
+		return emitCond(n, worst(sa.v, sb.v), sb.rules, worst(sa.v, sb.def), d)
+	case sb.uncond:
+		return emitCond(n, worst(sa.v, sb.v), sa.rules, worst(sa.def, sb.v), d)
+	case sameRules(sa.rules, sb.rules):
+		return emitCond(n, worst(sa.v, sb.v), sa.rules, worst(sa.def, sb.def), d)
 	}
-	// fbM is less restrictive than the default: it holds where no piece
-	// matches, written as the complement of the pieces.
-	conds := make([][]specs.LinuxSeccompArg, len(pieces))
-	for i, p := range pieces {
-		conds[i] = p.conds
-	}
-	rest, ok := complement(conds)
-	if !ok {
-		return out, false // unmatched calls take the (stricter) default
-	}
-	for _, c := range rest {
-		out = append(out, outRule{name: n, v: fbM, conds: c})
-	}
-	return out, exact
+	// Two different rule sets: where only one matches, the verdict is
+	// that one's X with the other's default, which one set of rules of
+	// one action cannot state in general: the strictest of all.
+	v := worst(worst(sa.v, sa.def), worst(sb.v, sb.def))
+	return uncondRule(n, v, d), false
 }
 
-// conditionalPieces are the conditional rules of the result for one call.
-func conditionalPieces(sa, sb side) ([]piece, bool) {
-	var out []piece
-	exact := true
-	for _, ra := range sa.conds {
-		out = append(out, piece{v: worst(ra.v, sb.fb), conds: ra.conds})
+// uncondRule is the rule giving n the verdict v, none if v is the default.
+func uncondRule(n string, v, d verdict) []outRule {
+	if v == d {
+		return nil
 	}
-	for _, rb := range sb.conds {
-		out = append(out, piece{v: worst(sa.fb, rb.v), conds: rb.conds})
-		for _, ra := range sa.conds {
-			// Both match: the pair's verdict; the single pieces above
-			// match too, and where one is stricter it is not exact.
-			v := worst(ra.v, rb.v)
-			c, empty, ok := conjoin(ra.conds, rb.conds)
-			if empty {
-				continue
+	return []outRule{{name: n, v: v}}
+}
+
+// emitCond writes n's verdict y where one of rs matches, else z.
+func emitCond(n string, y verdict, rs []rule, z, d verdict) ([]outRule, bool) {
+	switch {
+	case y == z:
+		return uncondRule(n, y, d), true
+	case z == d:
+		out := make([]outRule, 0, len(rs))
+		for _, r := range rs {
+			out = append(out, outRule{name: n, v: y, conds: r.conds})
+		}
+		return out, true
+	case y == d:
+		if neg, ok := complement(rs); ok {
+			out := make([]outRule, 0, len(neg))
+			for _, c := range neg {
+				out = append(out, outRule{name: n, v: z, conds: []specs.LinuxSeccompArg{c}})
 			}
-			if stricter(worst(ra.v, sb.fb), v) || stricter(worst(sa.fb, rb.v), v) {
-				exact = false
-			}
-			if !ok {
-				exact = false // the single pieces' stricter verdicts hold
-				continue
-			}
-			out = append(out, piece{v: v, conds: c})
+			return out, true
 		}
 	}
-	return out, exact
+	return uncondRule(n, worst(y, z), d), false
 }
 
-// complement is the conditions under which none of conds holds, as
-// alternatives; ok is false when seccomp cannot state it.
-func complement(conds [][]specs.LinuxSeccompArg) ([][]specs.LinuxSeccompArg, bool) {
-	result := [][]specs.LinuxSeccompArg{nil}
-	for _, c := range conds {
-		var next [][]specs.LinuxSeccompArg
-		for _, a := range c {
-			na, ok := negate(a)
-			if !ok {
-				return nil, false
-			}
-			for _, r := range result {
-				j, empty, ok := conjoin(r, []specs.LinuxSeccompArg{na})
-				if !ok {
-					return nil, false
-				}
-				if !empty {
-					next = append(next, j)
-				}
-			}
-			if len(next) > maxPieces {
-				return nil, false
-			}
-		}
-		result = next
+// complement: where the one rule of rs does not match, as alternatives
+// of one condition each; false unless rs is one rule of conditions that
+// each have an exact complement.
+func complement(rs []rule) ([]specs.LinuxSeccompArg, bool) {
+	if len(rs) != 1 {
+		return nil, false
 	}
-	return result, true
-}
-
-func negate(a specs.LinuxSeccompArg) (specs.LinuxSeccompArg, bool) {
 	ops := map[specs.LinuxSeccompOperator]specs.LinuxSeccompOperator{
 		specs.OpEqualTo: specs.OpNotEqual, specs.OpNotEqual: specs.OpEqualTo,
 		specs.OpLessThan: specs.OpGreaterEqual, specs.OpGreaterEqual: specs.OpLessThan,
 		specs.OpLessEqual: specs.OpGreaterThan, specs.OpGreaterThan: specs.OpLessEqual,
 	}
-	op, ok := ops[a.Op]
-	return specs.LinuxSeccompArg{Index: a.Index, Op: op, Value: a.Value}, ok
-}
-
-// conjoin is the conjunction of two sorted, one-per-index condition
-// lists; empty: it never holds; ok false: seccomp cannot state it.
-func conjoin(a, b []specs.LinuxSeccompArg) (out []specs.LinuxSeccompArg, empty, ok bool) {
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case j == len(b) || (i < len(a) && a[i].Index < b[j].Index):
-			out = append(out, a[i])
-			i++
-		case i == len(a) || b[j].Index < a[i].Index:
-			out = append(out, b[j])
-			j++
-		default:
-			c, e, k := combine(a[i], b[j])
-			if e || !k {
-				return nil, e, k
-			}
-			out = append(out, c)
-			i++
-			j++
+	out := make([]specs.LinuxSeccompArg, 0, len(rs[0].conds))
+	for _, c := range rs[0].conds {
+		op, ok := ops[c.Op]
+		if !ok {
+			return nil, false
 		}
+		out = append(out, specs.LinuxSeccompArg{Index: c.Index, Op: op, Value: c.Value})
 	}
-	return out, false, true
-}
-
-// holds evaluates one condition on an argument's value.
-func holds(c specs.LinuxSeccompArg, v uint64) bool {
-	switch c.Op {
-	case specs.OpEqualTo:
-		return v == c.Value
-	case specs.OpNotEqual:
-		return v != c.Value
-	case specs.OpLessThan:
-		return v < c.Value
-	case specs.OpLessEqual:
-		return v <= c.Value
-	case specs.OpGreaterThan:
-		return v > c.Value
-	case specs.OpGreaterEqual:
-		return v >= c.Value
-	case specs.OpMaskedEqual:
-		return v&c.Value == c.ValueTwo
-	}
-	return false
-}
-
-// interval is the values an ordering condition admits, [lo, hi].
-func interval(c specs.LinuxSeccompArg) (lo, hi uint64, empty, ok bool) {
-	switch c.Op {
-	case specs.OpLessThan:
-		return 0, c.Value - 1, c.Value == 0, true
-	case specs.OpLessEqual:
-		return 0, c.Value, false, true
-	case specs.OpGreaterThan:
-		return c.Value + 1, math.MaxUint64, c.Value == math.MaxUint64, true
-	case specs.OpGreaterEqual:
-		return c.Value, math.MaxUint64, false, true
-	}
-	return 0, 0, false, false
-}
-
-// combine states two conditions on one argument as one, if it can.
-func combine(x, y specs.LinuxSeccompArg) (_ specs.LinuxSeccompArg, empty, ok bool) {
-	if x == y {
-		return x, false, true
-	}
-	if y.Op == specs.OpEqualTo {
-		x, y = y, x
-	}
-	if x.Op == specs.OpEqualTo {
-		return x, !holds(y, x.Value), true
-	}
-	if y.Op == specs.OpNotEqual {
-		x, y = y, x
-	}
-	lo2, hi2, e2, ok2 := interval(y)
-	if !ok2 {
-		return x, false, false
-	}
-	if e2 {
-		return x, true, true
-	}
-	if x.Op == specs.OpNotEqual {
-		switch {
-		case x.Value < lo2 || x.Value > hi2:
-			return y, false, true
-		case lo2 == hi2:
-			return x, true, true
-		}
-		return x, false, false
-	}
-	lo1, hi1, e1, ok1 := interval(x)
-	if !ok1 {
-		return x, false, false
-	}
-	return fromInterval(x.Index, max(lo1, lo2), min(hi1, hi2), e1)
-}
-
-func fromInterval(idx uint, lo, hi uint64, empty bool) (specs.LinuxSeccompArg, bool, bool) {
-	c := specs.LinuxSeccompArg{Index: idx}
-	switch {
-	case empty || lo > hi:
-		return c, true, true
-	case lo == hi:
-		c.Op, c.Value = specs.OpEqualTo, lo
-	case lo == 0:
-		c.Op, c.Value = specs.OpLessEqual, hi
-	case hi == math.MaxUint64:
-		c.Op, c.Value = specs.OpGreaterEqual, lo
-	default:
-		return c, false, false
-	}
-	return c, false, true
+	return out, true
 }
 
 // mergeFlags: SPEC_ALLOW only if both have it (nil: runc's default, with
