@@ -232,7 +232,7 @@ cri_report() {
 summary() {
 	local f
 	echo "================ e2e summary ================"
-	echo "Kubernetes $(grep -o 'k8s.io/kubernetes v[0-9.]*' "$E2E_DIR/tools/k8s/go.mod" | head -1 | cut -d' ' -f2), node $NODE_NAME ($NODE_IP)"
+	echo "$("$BIN/kubelet" --version 2>/dev/null || echo "Kubernetes ?"), node $NODE_NAME ($NODE_IP)"
 	echo "Timings:"
 	for f in "${E2E_TIMINGS[@]}"; do echo "    $f"; done
 	for f in "${CRI_REPORT[@]}"; do cat "$f"; done
@@ -283,7 +283,7 @@ kubelet_start() {
 	cat >"$dir/config.yaml" <<-EOF
 		apiVersion: kubelet.config.k8s.io/v1beta1
 		kind: KubeletConfiguration
-		# This machine is cgroup v1 (hybrid): kubelet 1.37 refuses it unless told.
+		# This machine is cgroup v1 (hybrid): kubelet 1.37 and 1.38 refuse it unless told.
 		failCgroupV1: false
 		cgroupRoot: $CGROUP_ROOT
 		# The kubelet takes the driver from minicri's RuntimeConfig; with systemd, it
@@ -338,7 +338,7 @@ kubelet_start() {
 feature_gates_yaml() {
 	local gate gates=${E2E_FEATURE_GATES:-}
 	# The checkpoint case (ckpt.sh) uses the kubelet's checkpoint API: named here (beta and
-	# on by default in 1.37) unless E2E_FEATURE_GATES sets it.
+	# on by default in 1.37 and 1.38) unless E2E_FEATURE_GATES sets it.
 	case ",$gates," in *,ContainerCheckpoint=*) ;; *) gates=ContainerCheckpoint=true${gates:+,$gates} ;; esac
 	printf 'featureGates:'
 	for gate in ${gates//,/ }; do
