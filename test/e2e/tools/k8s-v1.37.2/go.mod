@@ -1,9 +1,8 @@
-// Wrapper module that builds stock Kubernetes v1.37.2 binaries from the Go module proxy:
-// the version-skew build of `K8S_VERSION=v1.37.2 make e2e` (../k8s is the default).
-// test/e2e/toolslib.sh also downloads k8s.io/kubernetes v1.37.2 through it (this go.sum
-// pins it) for ../iptables-wrappers's generated copy of pkg/util/iptables.
+// Wrapper module that builds stock Kubernetes binaries from the Go module proxy.
 // k8s.io/kubernetes replaces its staging modules with ./staging/...; a module
 // that depends on it must replace each with its published twin (same minor).
+// To move to another release: set the require and every replace to the new
+// versions (v1.X.Y / v0.X.Y), run `go mod tidy`, and set K8S_VERSION in test/e2e/tools.sh.
 module minicri.local/e2e/k8s
 
 go 1.26.0
