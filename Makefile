@@ -14,7 +14,8 @@
 #   make soak-containerd  the same soak against containerd 2.4 (built by hack/bench-tools.sh):
 #                     the faults that apply, its leaks and stuck pods counted
 #   make critest      critest v1.37.0 against a private minicri instance
-#   make e2e          stock kubelet + control plane (Kubernetes v1.37.2) drive minicri
+#   make e2e          stock kubelet + control plane (Kubernetes v1.38.0-beta.0) drive minicri;
+#                     K8S_VERSION=v1.37.2 make e2e: the same with v1.37.2 (version skew)
 #   make conformance  the Kubernetes conformance suite, offline (test/conformance/README.md)
 #   make bench        minicri vs containerd 1.6 (Debian) and 2.4 (built): pod lifecycles, memory,
 #                     110 pods + exec probes (BENCH_SCALE=0 skips), 1 GiB pull (~20 min),
@@ -207,7 +208,9 @@ critest-lazy:
 	@$(MAKE) --no-print-directory critest LAZY=1 CRITEST_RERUNS=0
 
 # A stock kubelet (standalone, then with a control plane) drives a private minicri
-# instance; Kubernetes and etcd are built once and cached (test/e2e/tools.sh).
+# instance; Kubernetes and etcd are built once and cached (test/e2e/tools.sh). Kubernetes
+# v1.38.0-beta.0 by default (test/e2e/tools/k8s/go.mod); K8S_VERSION=v1.37.2 (from the
+# environment) builds and runs v1.37.2 (test/e2e/tools/k8s-v1.37.2).
 e2e: build
 	@hack/deps.sh check e2e
 	E2E_OUT=$(CURDIR)/$(OUT)/e2e$(LAZY_OUT) test/e2e/run.sh
@@ -218,7 +221,7 @@ e2e-evented: build
 	@hack/deps.sh check e2e-evented
 	E2E_MODES=standalone E2E_FEATURE_GATES=EventedPLEG=true E2E_OUT=$(CURDIR)/$(OUT)/e2e-evented$(LAZY_OUT) test/e2e/run.sh
 
-# The Kubernetes conformance suite (e2e.test v1.37.2, [Conformance] + [NodeConformance]),
+# The Kubernetes conformance suite (e2e.test v1.38.0-beta.0, [Conformance] + [NodeConformance]),
 # offline, on test/cluster (else test/e2e's one-node cluster): test/conformance/README.md.
 conformance: build
 	@hack/deps.sh install conformance

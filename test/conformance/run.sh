@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/conformance/run.sh — the Kubernetes conformance suite (e2e.test v1.37.2, the
+# test/conformance/run.sh — the Kubernetes conformance suite (e2e.test v1.38.0-beta.0, the
 # [Conformance] and [NodeConformance] specs) against a cluster whose nodes run minicri,
 # offline (`make conformance`).
 #

@@ -13,13 +13,12 @@
 #                                     porter's certificate, kitten/nautilus pictures:
 #                                     test/registry -e2e-images DIR); print DIR
 #
-# Environment: MINICRI_TOOLS_CACHE (default /var/cache/minicri-tools), GO (default go),
+# Environment: K8S_VERSION (default: the version test/e2e/tools/k8s-test/go.mod requires),
+# MINICRI_TOOLS_CACHE (default /var/cache/minicri-tools), GO (default go),
 # CONFORMANCE_BUILD_LOG (default _output/conformance/build-tools.log).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-K8S_VERSION=v1.37.2
-WRAPPER=$ROOT/test/e2e/tools/k8s-test
 CACHE_DIR=${MINICRI_TOOLS_CACHE:-/var/cache/minicri-tools}
 GO=${GO:-go}
 . "$(dirname "${BASH_SOURCE[0]}")/../../hack/goenv.sh"
@@ -29,6 +28,10 @@ mkdir -p "$(dirname "$LOG")"
 # shellcheck source=test/e2e/toolslib.sh disable=SC1091
 . "$ROOT/test/e2e/toolslib.sh"
 log() { echo "conformance-tools: $*" >&2; }
+# The suite's version: test/e2e/tools/k8s-test's (the default, that of test/e2e/tools.sh's
+# binaries), or K8S_VERSION's own wrapper test/e2e/tools/k8s-test-<version> (none is kept).
+WRAPPER=$(k8s_wrapper k8s-test)
+K8S_VERSION=$(required_version "$WRAPPER" k8s.io/kubernetes)
 
 # ldflags: the version stamp of test/e2e/tools.sh (the suite logs it and compares it to
 # the server's); toolslib's ensure_with adds "-s -w".

@@ -8,12 +8,13 @@
 #                             kubelet kube-apiserver kube-controller-manager
 #                             kube-scheduler kubectl kube-proxy etcd (DIR: also copy them there)
 #
-# Environment: MINICRI_TOOLS_CACHE (default /var/cache/minicri-tools), GO (default go),
-# E2E_BUILD_LOG (default _output/e2e/build-tools.log).
+# Environment: K8S_VERSION (default: the version test/e2e/tools/k8s/go.mod requires; another
+# version needs its own wrapper test/e2e/tools/k8s-<version>, e.g. K8S_VERSION=v1.37.2 for
+# the version-skew check), MINICRI_TOOLS_CACHE (default /var/cache/minicri-tools), GO
+# (default go), E2E_BUILD_LOG (default _output/e2e/build-tools.log).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
 K8S_CMDS=(kubelet kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy)
 CACHE_DIR=${MINICRI_TOOLS_CACHE:-/var/cache/minicri-tools}
@@ -24,6 +25,8 @@ mkdir -p "$(dirname "$LOG")"
 
 # shellcheck source=test/e2e/toolslib.sh disable=SC1091
 . "$ROOT/test/e2e/toolslib.sh"
+k8s_wrapper=$(k8s_wrapper k8s)
+K8S_VERSION=$(required_version "$k8s_wrapper" k8s.io/kubernetes)
 
 # The version the binaries report (kubelet --version, the node's kubeletVersion,
 # kubectl version), as the release build stamps it (hack/lib/version.sh).
@@ -37,7 +40,7 @@ k8s_ldflags() {
 
 k8s_pkgs=()
 for c in "${K8S_CMDS[@]}"; do k8s_pkgs+=("k8s.io/kubernetes/cmd/$c"); done
-k8s_dir=$(ensure "k8s-$K8S_VERSION" "$ROOT/test/e2e/tools/k8s" "$(k8s_ldflags)" "${k8s_pkgs[@]}")
+k8s_dir=$(ensure "k8s-$K8S_VERSION" "$k8s_wrapper" "$(k8s_ldflags)" "${k8s_pkgs[@]}")
 etcd_dir=$(ensure "etcd-$ETCD_VERSION" "$ROOT/test/e2e/tools/etcd" "" go.etcd.io/etcd/server/v3)
 
 out=${1:-$ROOT/_output/e2e/bin}

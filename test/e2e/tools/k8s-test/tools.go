@@ -23,6 +23,7 @@ import (
 	_ "k8s.io/kubernetes/test/e2e/invariants"
 	_ "k8s.io/kubernetes/test/e2e/invariants/logcheck"
 	_ "k8s.io/kubernetes/test/e2e/kubectl"
+	_ "k8s.io/kubernetes/test/e2e/lifecycle"
 	_ "k8s.io/kubernetes/test/e2e/network"
 	_ "k8s.io/kubernetes/test/e2e/node"
 	_ "k8s.io/kubernetes/test/e2e/scheduling"
@@ -33,5 +34,5 @@ import (
 	_ "k8s.io/kubernetes/test/e2e/windows"
 	_ "k8s.io/kubernetes/test/fixtures"
 	_ "k8s.io/kubernetes/test/images/agnhost"
-	_ "k8s.io/kubernetes/test/utils/ktesting/format"
+	_ "k8s.io/ktesting/format"
 )
