@@ -5,6 +5,7 @@
 package tools
 
 import (
+	_ "k8s.io/ktesting/format"
 	_ "k8s.io/kubernetes/test/conformance/testdata"
 	_ "k8s.io/kubernetes/test/e2e"
 	_ "k8s.io/kubernetes/test/e2e/apimachinery"
@@ -34,5 +35,4 @@ import (
 	_ "k8s.io/kubernetes/test/e2e/windows"
 	_ "k8s.io/kubernetes/test/fixtures"
 	_ "k8s.io/kubernetes/test/images/agnhost"
-	_ "k8s.io/ktesting/format"
 )

@@ -31,10 +31,10 @@ import (
 	_ "k8s.io/kubernetes/test/e2e/network"
 
 	// the framework's configuration, as the full suite has it
+	_ "k8s.io/ktesting/format"
 	_ "k8s.io/kubernetes/test/e2e/framework/debug/init"
 	_ "k8s.io/kubernetes/test/e2e/framework/metrics/init"
 	_ "k8s.io/kubernetes/test/e2e/framework/node/init"
-	_ "k8s.io/ktesting/format"
 )
 
 func TestMain(m *testing.M) {
